@@ -1,0 +1,43 @@
+package store
+
+// The whole bucket layout of selfcode.db. Every key and value format is
+// described here and nowhere else.
+//
+//	jobs          job id (ULID, lower case; sorts by creation)  → job.Job as JSON
+//	queue         8-byte big-endian sequence                    → job id   (FIFO of runnable pipeline jobs)
+//	control       8-byte big-endian sequence                    → job id   (FIFO of control jobs: cancel/retry/status/help)
+//	leases        job id                                        → lease as JSON {owner, deadline, attempt}
+//	scheduled     8-byte big-endian unix nanos ‖ job id         → job id   (jobs waiting for a time)
+//	deliveries    X-GitHub-Delivery                             → deliveryRecord as JSON {at, job_id, result}
+//	delivery_age  8-byte big-endian unix nanos ‖ delivery id    → empty    (to prune deliveries oldest first)
+//	active        "owner/name#N" (lower case)                   → slot as JSON {current, next}
+//	last          "owner/name#N" (lower case)                   → job id of the newest pipeline job for the issue
+//	artifacts     job id ‖ 0x00 ‖ name                          → bytes
+//	notices       "owner/name#N" ‖ 0x00 ‖ kind                  → 8-byte unix nanos (one-per-issue replies already sent)
+//	installations installation id (decimal)                     → installation record as JSON
+//	counts        state name                                    → 8-byte big-endian count of jobs in that state
+//	meta          "schema"                                      → schema version
+var (
+	bucketJobs          = []byte("jobs")
+	bucketQueue         = []byte("queue")
+	bucketControl       = []byte("control")
+	bucketLeases        = []byte("leases")
+	bucketScheduled     = []byte("scheduled")
+	bucketDeliveries    = []byte("deliveries")
+	bucketDeliveryAge   = []byte("delivery_age")
+	bucketActive        = []byte("active")
+	bucketLast          = []byte("last")
+	bucketArtifacts     = []byte("artifacts")
+	bucketNotices       = []byte("notices")
+	bucketInstallations = []byte("installations")
+	bucketCounts        = []byte("counts")
+	bucketMeta          = []byte("meta")
+
+	allBuckets = [][]byte{
+		bucketJobs, bucketQueue, bucketControl, bucketLeases, bucketScheduled,
+		bucketDeliveries, bucketDeliveryAge, bucketActive, bucketLast, bucketArtifacts,
+		bucketNotices, bucketInstallations, bucketCounts, bucketMeta,
+	}
+)
+
+const schemaVersion = "1"

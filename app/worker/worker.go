@@ -1,0 +1,488 @@
+package worker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"runtime/debug"
+	"sync"
+	"time"
+
+	"github.com/selfcode/selfcode/app/errs"
+	"github.com/selfcode/selfcode/app/job"
+	"github.com/selfcode/selfcode/app/store"
+)
+
+// Runner does a pipeline job's work (plan, edit, verify, publish).
+type Runner interface {
+	Run(ctx context.Context, j *job.Job, rt Runtime) (job.Outcome, error)
+}
+
+// Runtime is what a Runner may do to its own job while it runs.
+type Runtime interface {
+	Update(ctx context.Context, fn func(*job.Job) error) (*job.Job, error)
+	PutArtifact(ctx context.Context, name string, data []byte) error
+	Logger() *slog.Logger
+}
+
+// PermissionChecker decides whether a job's sender may trigger selfcode.
+type PermissionChecker interface {
+	Allowed(ctx context.Context, j *job.Job) (allowed bool, permission string, err error)
+}
+
+// Notifier posts the replies the pool itself owes on GitHub.
+type Notifier interface {
+	// Denied tells a sender without permission, once per issue, why nothing happens.
+	Denied(ctx context.Context, j *job.Job, permission string) error
+	// Control answers a control command with what was done.
+	Control(ctx context.Context, j *job.Job, r ControlReply) error
+}
+
+// ControlReply is the result of a control command.
+type ControlReply struct {
+	Verb     string     // cancel, retry, status, help
+	Target   *job.Job   // the job acted on or reported (nil when none)
+	Affected []*job.Job // cancel: the jobs canceled
+	Err      string     // why the command could not be done
+}
+
+// Observer is told about every finished job (metrics).
+type Observer interface {
+	JobFinished(j *job.Job)
+}
+
+// Options configures a Pool.
+type Options struct {
+	Store          *store.Store
+	Runner         Runner
+	Permissions    PermissionChecker
+	Notifier       Notifier
+	Observer       Observer
+	Workers        int           // pipeline jobs at once; default 2
+	ControlWorkers int           // control replies at once; default 1
+	Instance       string        // lease owner name
+	LeaseTTL       time.Duration // default 1m
+	MaxAttempts    int           // default 3
+	// Enabled is the kill switch; pipeline jobs are not leased while it
+	// returns false. nil means always enabled.
+	Enabled func() bool
+	// Tick bounds how long an idle worker waits before looking again (for
+	// scheduled jobs and the kill switch); default 1s.
+	Tick   time.Duration
+	Logger *slog.Logger
+}
+
+// Pool runs jobs.
+type Pool struct {
+	o        Options
+	log      *slog.Logger
+	stopping chan struct{}
+	runCtx   context.Context
+	kill     context.CancelFunc
+	wg       sync.WaitGroup
+
+	mu      sync.Mutex
+	running map[string]context.CancelCauseFunc
+	started bool
+	stopped bool
+}
+
+// Causes a run context is canceled with.
+var (
+	errCanceled = errors.New("job canceled")
+	errShutdown = errors.New("server shutting down")
+)
+
+// New checks opts and builds a Pool; Start runs it.
+func New(opts Options) (*Pool, error) {
+	if opts.Store == nil || opts.Runner == nil || opts.Permissions == nil || opts.Notifier == nil {
+		return nil, errs.E(errs.KindInvalid, "worker pool needs a store, runner, permission checker and notifier", nil)
+	}
+	if opts.Workers <= 0 {
+		opts.Workers = 2
+	}
+	if opts.ControlWorkers <= 0 {
+		opts.ControlWorkers = 1
+	}
+	if opts.LeaseTTL <= 0 {
+		opts.LeaseTTL = time.Minute
+	}
+	if opts.MaxAttempts <= 0 {
+		opts.MaxAttempts = 3
+	}
+	if opts.Tick <= 0 {
+		opts.Tick = time.Second
+	}
+	if opts.Instance == "" {
+		opts.Instance = "selfcode"
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
+	if opts.Enabled == nil {
+		opts.Enabled = func() bool { return true }
+	}
+	runCtx, kill := context.WithCancel(context.Background())
+	return &Pool{
+		o: opts, log: opts.Logger, stopping: make(chan struct{}),
+		runCtx: runCtx, kill: kill, running: map[string]context.CancelCauseFunc{},
+	}, nil
+}
+
+// Start returns jobs left leased by a dead process to the queue, then starts
+// the workers and the scheduler.
+func (p *Pool) Start(ctx context.Context) error {
+	p.mu.Lock()
+	if p.started {
+		p.mu.Unlock()
+		return errs.E(errs.KindConflict, "worker pool already started", nil)
+	}
+	p.started = true
+	p.mu.Unlock()
+	rec, err := p.o.Store.RecoverLeases(ctx, p.o.MaxAttempts)
+	if err != nil {
+		return fmt.Errorf("recover leased jobs: %w", err)
+	}
+	for _, id := range rec.Requeued {
+		p.log.Info("job returned to the queue after a restart", "job_id", id)
+	}
+	for _, id := range rec.Failed {
+		p.log.Warn("job failed: too many attempts", "job_id", id)
+	}
+	for i := 0; i < p.o.Workers; i++ {
+		p.wg.Add(1)
+		go p.loop(store.LanePipeline, fmt.Sprintf("%s/w%d", p.o.Instance, i))
+	}
+	for i := 0; i < p.o.ControlWorkers; i++ {
+		p.wg.Add(1)
+		go p.loop(store.LaneControl, fmt.Sprintf("%s/c%d", p.o.Instance, i))
+	}
+	p.wg.Add(1)
+	go p.maintain()
+	return nil
+}
+
+// Shutdown stops leasing, lets running jobs finish until ctx is done, then
+// interrupts them. Interrupted jobs keep their lease so that the next start
+// runs them again.
+func (p *Pool) Shutdown(ctx context.Context) error {
+	p.mu.Lock()
+	if p.stopped {
+		p.mu.Unlock()
+		return nil
+	}
+	p.stopped = true
+	close(p.stopping)
+	p.mu.Unlock()
+	done := make(chan struct{})
+	go func() { p.wg.Wait(); close(done) }()
+	select {
+	case <-done:
+		p.kill()
+		return nil
+	case <-ctx.Done():
+	}
+	p.mu.Lock()
+	for _, c := range p.running {
+		c(errShutdown)
+	}
+	p.mu.Unlock()
+	p.kill()
+	<-done
+	return fmt.Errorf("shutdown: running jobs interrupted: %w", ctx.Err())
+}
+
+// Cancel cancels a job: at once when it waits, by interrupting its worker
+// when it runs.
+func (p *Pool) Cancel(ctx context.Context, id, reason string) (*job.Job, error) {
+	j, running, err := p.o.Store.Cancel(ctx, id, reason)
+	if err != nil {
+		return j, err
+	}
+	if running {
+		p.interrupt(id)
+	}
+	return j, nil
+}
+
+// CancelIssue cancels the waiting and running pipeline jobs of an issue.
+func (p *Pool) CancelIssue(ctx context.Context, key, reason string) ([]*job.Job, error) {
+	jobs, err := p.o.Store.CancelIssue(ctx, key, reason)
+	for _, j := range jobs {
+		if j.State == job.StateRunning {
+			p.interrupt(j.ID)
+		}
+	}
+	return jobs, err
+}
+
+func (p *Pool) interrupt(id string) {
+	p.mu.Lock()
+	c := p.running[id]
+	p.mu.Unlock()
+	if c != nil {
+		c(errCanceled)
+	}
+}
+
+// Running lists the ids of jobs this pool is running now.
+func (p *Pool) Running() []string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	out := make([]string, 0, len(p.running))
+	for id := range p.running {
+		out = append(out, id)
+	}
+	return out
+}
+
+func (p *Pool) isStopping() bool {
+	select {
+	case <-p.stopping:
+		return true
+	default:
+		return false
+	}
+}
+
+func (p *Pool) loop(lane store.Lane, owner string) {
+	defer p.wg.Done()
+	tick := time.NewTicker(p.o.Tick)
+	defer tick.Stop()
+	for !p.isStopping() {
+		wake := p.o.Store.Wait()
+		var j *job.Job
+		if lane == store.LaneControl || p.o.Enabled() {
+			var err error
+			j, err = p.o.Store.Lease(p.runCtx, lane, owner, p.o.LeaseTTL)
+			if err != nil {
+				p.log.Error("lease a job", "err", err)
+			}
+		}
+		if j == nil {
+			select {
+			case <-wake:
+			case <-tick.C:
+			case <-p.stopping:
+			}
+			continue
+		}
+		p.execute(owner, j)
+	}
+}
+
+// maintain promotes scheduled jobs whose time has come and forgets delivery
+// ids older than the redelivery window.
+func (p *Pool) maintain() {
+	defer p.wg.Done()
+	tick := time.NewTicker(p.o.Tick)
+	defer tick.Stop()
+	lastPrune := time.Time{}
+	for {
+		now := p.o.Store.Now()
+		if _, err := p.o.Store.PromoteDue(p.runCtx, now); err != nil {
+			p.log.Error("promote scheduled jobs", "err", err)
+		}
+		if now.Sub(lastPrune) > time.Hour {
+			if n, err := p.o.Store.PruneDeliveries(p.runCtx, now.Add(-8*24*time.Hour)); err != nil {
+				p.log.Error("prune delivery ids", "err", err)
+			} else if n > 0 {
+				p.log.Info("pruned delivery ids", "count", n)
+			}
+			lastPrune = now
+		}
+		select {
+		case <-tick.C:
+		case <-p.stopping:
+			return
+		}
+	}
+}
+
+func (p *Pool) execute(owner string, j *job.Job) {
+	log := p.log.With("job_id", j.ID, "repo", j.Repo.FullName(), "issue", j.Issue, "installation_id", j.InstallationID)
+	ctx, cancel := context.WithCancelCause(p.runCtx)
+	defer cancel(nil)
+	p.mu.Lock()
+	p.running[j.ID] = cancel
+	p.mu.Unlock()
+	defer func() {
+		p.mu.Lock()
+		delete(p.running, j.ID)
+		p.mu.Unlock()
+	}()
+	// A cancel that arrived between lease and registration.
+	if cur, err := p.o.Store.Get(ctx, j.ID); err == nil && cur.CancelRequested {
+		cancel(errCanceled)
+	}
+
+	hbDone := make(chan struct{})
+	go p.heartbeat(ctx, j.ID, owner, hbDone, log)
+	defer close(hbDone)
+
+	log.Info("job started", "kind", j.Kind, "attempt", j.Attempts)
+	res := p.run(ctx, j, log)
+	switch cause := context.Cause(ctx); {
+	case errors.Is(cause, errShutdown):
+		log.Warn("job interrupted by shutdown; it runs again after restart")
+		return
+	case errors.Is(cause, errCanceled):
+		res = store.Result{State: job.StateCanceled, Reason: "canceled on request"}
+		if cur, err := p.o.Store.Get(context.Background(), j.ID); err == nil && cur.Reason != "" {
+			res.Reason = cur.Reason
+		}
+	}
+	fin, err := p.o.Store.Finish(context.Background(), j.ID, res)
+	if err != nil {
+		log.Error("record job result", "err", err)
+		return
+	}
+	log.Info("job finished", "state", fin.State, "outcome", fin.Outcome, "duration_ms", fin.Duration().Milliseconds(), "error", fin.Error)
+	if p.o.Observer != nil && fin.State.Terminal() {
+		p.o.Observer.JobFinished(fin)
+	}
+}
+
+func (p *Pool) heartbeat(ctx context.Context, id, owner string, done <-chan struct{}, log *slog.Logger) {
+	t := time.NewTicker(p.o.LeaseTTL / 3)
+	defer t.Stop()
+	for {
+		select {
+		case <-done:
+			return
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			if err := p.o.Store.Heartbeat(context.Background(), id, owner, p.o.LeaseTTL); err != nil {
+				log.Error("heartbeat", "err", err)
+			}
+		}
+	}
+}
+
+// run does the job and maps how it ended to a stored result. Panics become
+// failures.
+func (p *Pool) run(ctx context.Context, j *job.Job, log *slog.Logger) (res store.Result) {
+	defer func() {
+		if r := recover(); r != nil {
+			log.Error("job panicked", "panic", fmt.Sprint(r), "stack", string(debug.Stack()))
+			res = store.Result{State: job.StateFailed, Outcome: job.OutcomeError, Error: fmt.Sprintf("internal error: panic: %v", r)}
+		}
+	}()
+	allowed, perm, err := p.o.Permissions.Allowed(ctx, j)
+	if err != nil {
+		return p.failure(j, fmt.Errorf("check permission of %s: %w", j.Trigger.Sender, err))
+	}
+	if !allowed {
+		if first, merr := p.o.Store.MarkNotice(ctx, j.Key(), "permission-denied"); merr == nil && first {
+			if nerr := p.o.Notifier.Denied(ctx, j, perm); nerr != nil {
+				log.Error("reply to sender without permission", "err", nerr)
+			}
+		}
+		return store.Result{State: job.StateCanceled, Reason: fmt.Sprintf("sender %s has %s permission; admin, maintain or write is needed", j.Trigger.Sender, perm)}
+	}
+	if j.Kind == job.KindControl {
+		return p.control(ctx, j, log)
+	}
+	rt := &runtime{store: p.o.Store, id: j.ID, log: log}
+	outcome, err := p.o.Runner.Run(ctx, j, rt)
+	if err != nil {
+		if context.Cause(ctx) != nil {
+			return store.Result{State: job.StateFailed, Outcome: job.OutcomeError, Error: err.Error()}
+		}
+		return p.failure(j, err)
+	}
+	if outcome == job.OutcomeVerificationFailed || outcome == job.OutcomeError {
+		return store.Result{State: job.StateFailed, Outcome: outcome}
+	}
+	return store.Result{State: job.StateSucceeded, Outcome: outcome}
+}
+
+// failure maps a run error to a result: transient errors go back to the
+// queue until the attempt limit, everything else fails the job.
+func (p *Pool) failure(j *job.Job, err error) store.Result {
+	if errs.Retryable(err) && j.Attempts < p.o.MaxAttempts {
+		return store.Result{State: job.StateQueued, Error: err.Error()}
+	}
+	return store.Result{State: job.StateFailed, Outcome: job.OutcomeError, Error: err.Error()}
+}
+
+func (p *Pool) control(ctx context.Context, j *job.Job, log *slog.Logger) store.Result {
+	r := ControlReply{Verb: j.Trigger.Command}
+	key := j.Key()
+	switch j.Trigger.Command {
+	case "cancel":
+		jobs, err := p.CancelIssue(ctx, key, fmt.Sprintf("canceled by %s", j.Trigger.Sender))
+		if err != nil {
+			return p.failure(j, err)
+		}
+		r.Affected = jobs
+		if len(jobs) == 0 {
+			r.Err = "there is no queued, scheduled or running job for this issue"
+		}
+	case "retry":
+		id := j.TargetJobID
+		if id == "" {
+			last, err := p.o.Store.Last(ctx, key)
+			if err != nil {
+				return p.failure(j, err)
+			}
+			if last != nil {
+				id = last.ID
+			}
+		}
+		if id == "" {
+			r.Err = "there is no earlier job for this issue to retry"
+			break
+		}
+		t := j.Trigger
+		t.Command = "retry"
+		target, err := p.o.Store.Retry(ctx, id, t)
+		r.Target = target
+		if err != nil {
+			if !errs.Is(err, errs.KindConflict) && !errs.Is(err, errs.KindNotFound) {
+				return p.failure(j, err)
+			}
+			r.Err = err.Error()
+		}
+	case "status":
+		act, err := p.o.Store.Active(ctx, key)
+		if err != nil {
+			return p.failure(j, err)
+		}
+		if act == nil {
+			if act, err = p.o.Store.Last(ctx, key); err != nil {
+				return p.failure(j, err)
+			}
+		}
+		r.Target = act
+	case "help":
+	default:
+		return store.Result{State: job.StateFailed, Outcome: job.OutcomeError, Error: "unknown control command " + j.Trigger.Command}
+	}
+	if r.Target != nil {
+		_, _ = p.o.Store.Update(ctx, j.ID, func(cj *job.Job) error { cj.TargetJobID = r.Target.ID; return nil })
+	}
+	if err := p.o.Notifier.Control(ctx, j, r); err != nil {
+		log.Error("reply to control command", "err", err)
+		return p.failure(j, fmt.Errorf("reply to %s: %w", r.Verb, err))
+	}
+	return store.Result{State: job.StateSucceeded, Reason: r.Err}
+}
+
+type runtime struct {
+	store *store.Store
+	id    string
+	log   *slog.Logger
+}
+
+func (r *runtime) Update(ctx context.Context, fn func(*job.Job) error) (*job.Job, error) {
+	return r.store.Update(ctx, r.id, fn)
+}
+
+func (r *runtime) PutArtifact(ctx context.Context, name string, data []byte) error {
+	return r.store.PutArtifact(ctx, r.id, name, data)
+}
+
+func (r *runtime) Logger() *slog.Logger { return r.log }
