@@ -1,0 +1,139 @@
+package config
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+	"unicode"
+
+	"github.com/robfig/cron/v3"
+
+	// Embedded zone data, so SELFCODE_TIMEZONE works in minimal containers.
+	_ "time/tzdata"
+)
+
+// Rules named by a field's check tag:
+//
+//	positive     integer or duration greater than zero
+//	nonnegative  integer or duration zero or greater
+//	nonempty     string must not be empty
+//	addr         host:port listen address
+//	url          absolute http or https URL (empty allowed)
+//	word         non-empty, without whitespace
+//	cron         standard 5-field cron expression or @descriptor
+//	timezone     name time.LoadLocation accepts
+//	loglevel     a log/slog level name
+
+func checkNumber(checks []string, n int64, shown string) error {
+	for _, c := range checks {
+		switch c {
+		case "positive":
+			if n <= 0 {
+				return fmt.Errorf("must be greater than zero, got %s", shown)
+			}
+		case "nonnegative":
+			if n < 0 {
+				return fmt.Errorf("must not be negative, got %s", shown)
+			}
+		}
+	}
+	return nil
+}
+
+func checkString(checks []string, s string) error {
+	for _, c := range checks {
+		var err error
+		switch c {
+		case "nonempty":
+			if strings.TrimSpace(s) == "" {
+				err = errors.New("must not be empty")
+			}
+		case "addr":
+			err = checkAddr(s)
+		case "url":
+			err = checkURL(s)
+		case "word":
+			err = checkWord(s)
+		case "cron":
+			_, err = parseSchedule(s)
+		case "timezone":
+			_, err = loadLocation(s)
+		case "loglevel":
+			_, err = parseLevel(s)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func checkAddr(s string) error {
+	_, port, err := net.SplitHostPort(s)
+	if err != nil {
+		return fmt.Errorf("not a host:port address: %q", s)
+	}
+	if n, err := strconv.ParseUint(port, 10, 16); err != nil || (n == 0 && port != "0") {
+		return fmt.Errorf("bad port in address %q", s)
+	}
+	return nil
+}
+
+func checkURL(s string) error {
+	if s == "" {
+		return nil
+	}
+	u, err := url.Parse(s)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return fmt.Errorf("not an absolute http or https URL: %q", s)
+	}
+	return nil
+}
+
+func checkWord(s string) error {
+	if s == "" {
+		return errors.New("must not be empty")
+	}
+	if strings.IndexFunc(s, unicode.IsSpace) >= 0 {
+		return fmt.Errorf("must not contain whitespace: %q", s)
+	}
+	return nil
+}
+
+// parseSchedule parses a standard cron expression. A CRON_TZ= or TZ= prefix
+// is refused: the zone is SELFCODE_TIMEZONE's job.
+func parseSchedule(s string) (cron.Schedule, error) {
+	t := strings.TrimSpace(s)
+	if strings.HasPrefix(t, "TZ=") || strings.HasPrefix(t, "CRON_TZ=") {
+		return nil, fmt.Errorf("cron expression %q must not name a zone; set timezone instead", s)
+	}
+	sched, err := cron.ParseStandard(t)
+	if err != nil {
+		return nil, fmt.Errorf("not a cron expression (minute hour day-of-month month day-of-week): %q: %w", s, err)
+	}
+	return sched, nil
+}
+
+func loadLocation(s string) (*time.Location, error) {
+	if s == "" {
+		return nil, errors.New("must not be empty (use UTC)")
+	}
+	loc, err := time.LoadLocation(s)
+	if err != nil {
+		return nil, fmt.Errorf("unknown time zone %q", s)
+	}
+	return loc, nil
+}
+
+func parseLevel(s string) (slog.Level, error) {
+	var l slog.Level
+	if err := l.UnmarshalText([]byte(s)); err != nil {
+		return 0, fmt.Errorf("not a log level (debug, info, warn, error): %q", s)
+	}
+	return l, nil
+}

@@ -1,0 +1,401 @@
+package intake
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/google/go-github/v60/github"
+
+	"github.com/selfcode/selfcode/app/command"
+	"github.com/selfcode/selfcode/app/errs"
+	"github.com/selfcode/selfcode/app/job"
+	"github.com/selfcode/selfcode/app/store"
+)
+
+// Options configures a Router.
+type Options struct {
+	CommandWord    string // default "/selfcode"
+	Label          string // starts a job now; default "selfcode"
+	OvernightLabel string // schedules a job; default "selfcode:overnight"
+	CheckRunName   string // selfcode's check run; default "selfcode"
+	// NextWindow returns the start of the next overnight window after t.
+	NextWindow func(t time.Time) time.Time
+	Now        func() time.Time
+}
+
+// Router maps deliveries to store submissions.
+type Router struct{ o Options }
+
+// New builds a Router.
+func New(o Options) *Router {
+	if o.CommandWord == "" {
+		o.CommandWord = "/selfcode"
+	}
+	if o.Label == "" {
+		o.Label = "selfcode"
+	}
+	if o.OvernightLabel == "" {
+		o.OvernightLabel = "selfcode:overnight"
+	}
+	if o.CheckRunName == "" {
+		o.CheckRunName = "selfcode"
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	if o.NextWindow == nil {
+		o.NextWindow = func(t time.Time) time.Time {
+			d := time.Date(t.Year(), t.Month(), t.Day(), 2, 0, 0, 0, time.UTC)
+			if !d.After(t) {
+				d = d.Add(24 * time.Hour)
+			}
+			return d
+		}
+	}
+	return &Router{o: o}
+}
+
+// Decision is what a delivery asks for.
+type Decision struct {
+	Submission store.Submission
+	// Installation, when set, is an installation record to keep (or, with
+	// InstallationDeleted, to forget).
+	Installation        *store.Installation
+	InstallationDeleted bool
+}
+
+func ignore(reason string) (Decision, error) {
+	return Decision{Submission: store.Submission{Action: store.ActionIgnore, Reason: reason}}, nil
+}
+
+func invalid(format string, a ...any) (Decision, error) {
+	return Decision{}, errs.E(errs.KindInvalid, fmt.Sprintf(format, a...), nil)
+}
+
+// Route decides what one delivery of event (X-GitHub-Event) with the given
+// JSON payload asks for. Malformed payloads and payloads missing what their
+// event needs are KindInvalid errors.
+func (r *Router) Route(event string, payload []byte) (Decision, error) {
+	if event == "" {
+		return invalid("missing X-GitHub-Event header")
+	}
+	if !json.Valid(payload) {
+		return invalid("payload is not valid JSON")
+	}
+	var probe map[string]json.RawMessage
+	if err := json.Unmarshal(payload, &probe); err != nil {
+		return invalid("payload is not a JSON object")
+	}
+	switch event {
+	case "ping", "issue_comment", "pull_request_review_comment", "pull_request_review",
+		"issues", "installation", "installation_repositories", "check_run":
+	default:
+		return ignore(fmt.Sprintf("event %q is not handled", event))
+	}
+	if event == "check_run" {
+		// Decoded by hand: GitHub's own published check_run example carries
+		// timestamps like "2018-04-25 20:42:10" that go-github's types reject,
+		// and only a few fields matter here.
+		var ev checkRunEvent
+		if err := json.Unmarshal(payload, &ev); err != nil {
+			return invalid("decode check_run payload: %v", err)
+		}
+		d, err := r.checkRun(&ev)
+		d.Submission.Event = event
+		return d, err
+	}
+	parsed, err := github.ParseWebHook(event, payload)
+	if err != nil {
+		return invalid("decode %s payload: %v", event, err)
+	}
+	var d Decision
+	switch ev := parsed.(type) {
+	case *github.PingEvent:
+		d, err = ignore("ping")
+	case *github.IssueCommentEvent:
+		d, err = r.issueComment(ev)
+	case *github.PullRequestReviewCommentEvent:
+		d, err = r.reviewComment(ev)
+	case *github.PullRequestReviewEvent:
+		d, err = r.review(ev)
+	case *github.IssuesEvent:
+		d, err = r.issues(ev)
+	case *github.InstallationEvent:
+		d, err = r.installation(ev)
+	case *github.InstallationRepositoriesEvent:
+		d, err = r.installationRepos(ev)
+	default:
+		d, err = ignore(fmt.Sprintf("event %q is not handled", event))
+	}
+	if err != nil {
+		return d, err
+	}
+	d.Submission.Event = event
+	return d, nil
+}
+
+func repoOf(rp *github.Repository) (job.Repo, error) {
+	if rp == nil || rp.GetName() == "" {
+		return job.Repo{}, errs.E(errs.KindInvalid, "payload has no repository", nil)
+	}
+	owner := rp.GetOwner().GetLogin()
+	if owner == "" {
+		if i := strings.IndexByte(rp.GetFullName(), '/'); i > 0 {
+			owner = rp.GetFullName()[:i]
+		}
+	}
+	if owner == "" {
+		return job.Repo{}, errs.E(errs.KindInvalid, "payload repository has no owner", nil)
+	}
+	return job.Repo{Owner: owner, Name: rp.GetName(), ID: rp.GetID(), DefaultBranch: rp.GetDefaultBranch(),
+		CloneURL: rp.GetCloneURL(), Private: rp.GetPrivate()}, nil
+}
+
+func isBot(u *github.User) bool {
+	return u != nil && (u.GetType() == "Bot" || strings.HasSuffix(u.GetLogin(), "[bot]"))
+}
+
+// commandJob builds the submission for a parsed command.
+func (r *Router) commandJob(cmd command.Command, base job.Job) (Decision, error) {
+	base.Instructions = cmd.Instructions
+	base.Trigger.Command = string(cmd.Verb)
+	base.Trigger.ReceivedAt = r.o.Now().UTC()
+	j := base
+	switch cmd.Verb {
+	case command.VerbRun:
+		j.Kind = job.KindRun
+		return Decision{Submission: store.Submission{Action: store.ActionEnqueue, Job: &j}}, nil
+	case command.VerbPlan:
+		j.Kind = job.KindPlan
+		return Decision{Submission: store.Submission{Action: store.ActionEnqueue, Job: &j}}, nil
+	default: // cancel, retry, status, help: checked and answered by the control lane
+		j.Kind = job.KindControl
+		return Decision{Submission: store.Submission{Action: store.ActionControl, Job: &j}}, nil
+	}
+}
+
+func (r *Router) issueComment(ev *github.IssueCommentEvent) (Decision, error) {
+	if ev.GetAction() != "created" {
+		return ignore(fmt.Sprintf("issue_comment %s: only new comments trigger", ev.GetAction()))
+	}
+	if ev.Issue == nil || ev.GetIssue().GetNumber() == 0 {
+		return invalid("issue_comment payload has no issue")
+	}
+	if ev.Comment == nil {
+		return invalid("issue_comment payload has no comment")
+	}
+	rp, err := repoOf(ev.Repo)
+	if err != nil {
+		return Decision{}, err
+	}
+	sender := ev.GetComment().GetUser()
+	if ev.Sender != nil {
+		sender = ev.Sender
+	}
+	if isBot(sender) || isBot(ev.GetComment().GetUser()) {
+		return ignore("comment by a bot")
+	}
+	cmd, ok := command.Parse(ev.GetComment().GetBody(), r.o.CommandWord)
+	if !ok {
+		return ignore("comment is not a " + r.o.CommandWord + " command")
+	}
+	is := ev.GetIssue()
+	return r.commandJob(cmd, job.Job{
+		Repo: rp, Issue: is.GetNumber(), IsPR: is.IsPullRequest(),
+		IssueTitle: is.GetTitle(), IssueBody: is.GetBody(), IssueURL: is.GetHTMLURL(),
+		InstallationID: ev.GetInstallation().GetID(),
+		Trigger: job.Trigger{Source: job.SourceIssueComment, Sender: sender.GetLogin(), SenderType: sender.GetType(),
+			CommentID: ev.GetComment().GetID(), CommentURL: ev.GetComment().GetHTMLURL()},
+	})
+}
+
+func (r *Router) reviewComment(ev *github.PullRequestReviewCommentEvent) (Decision, error) {
+	if ev.GetAction() != "created" {
+		return ignore(fmt.Sprintf("pull_request_review_comment %s: only new comments trigger", ev.GetAction()))
+	}
+	if ev.PullRequest == nil || ev.GetPullRequest().GetNumber() == 0 {
+		return invalid("pull_request_review_comment payload has no pull_request")
+	}
+	if ev.Comment == nil {
+		return invalid("pull_request_review_comment payload has no comment")
+	}
+	rp, err := repoOf(ev.Repo)
+	if err != nil {
+		return Decision{}, err
+	}
+	sender := ev.GetSender()
+	if isBot(sender) || isBot(ev.GetComment().GetUser()) {
+		return ignore("comment by a bot")
+	}
+	cmd, ok := command.Parse(ev.GetComment().GetBody(), r.o.CommandWord)
+	if !ok {
+		return ignore("comment is not a " + r.o.CommandWord + " command")
+	}
+	pr, c := ev.GetPullRequest(), ev.GetComment()
+	return r.commandJob(cmd, job.Job{
+		Repo: rp, Issue: pr.GetNumber(), IsPR: true,
+		IssueTitle: pr.GetTitle(), IssueBody: pr.GetBody(), IssueURL: pr.GetHTMLURL(),
+		InstallationID: ev.GetInstallation().GetID(),
+		Trigger: job.Trigger{Source: job.SourceReviewComment, Sender: sender.GetLogin(), SenderType: sender.GetType(),
+			CommentID: c.GetID(), CommentURL: c.GetHTMLURL(), ReviewID: c.GetPullRequestReviewID(),
+			Path: c.GetPath(), Line: c.GetLine(), StartLine: c.GetStartLine(), DiffHunk: c.GetDiffHunk()},
+	})
+}
+
+func (r *Router) review(ev *github.PullRequestReviewEvent) (Decision, error) {
+	if ev.GetAction() != "submitted" {
+		return ignore(fmt.Sprintf("pull_request_review %s: only submitted reviews trigger", ev.GetAction()))
+	}
+	if ev.PullRequest == nil || ev.GetPullRequest().GetNumber() == 0 || ev.Review == nil {
+		return invalid("pull_request_review payload has no pull_request or review")
+	}
+	rp, err := repoOf(ev.Repo)
+	if err != nil {
+		return Decision{}, err
+	}
+	if isBot(ev.GetSender()) || isBot(ev.GetReview().GetUser()) {
+		return ignore("review by a bot")
+	}
+	cmd, ok := command.Parse(ev.GetReview().GetBody(), r.o.CommandWord)
+	if !ok {
+		return ignore("review body is not a " + r.o.CommandWord + " command")
+	}
+	pr := ev.GetPullRequest()
+	return r.commandJob(cmd, job.Job{
+		Repo: rp, Issue: pr.GetNumber(), IsPR: true,
+		IssueTitle: pr.GetTitle(), IssueBody: pr.GetBody(), IssueURL: pr.GetHTMLURL(),
+		InstallationID: ev.GetInstallation().GetID(),
+		Trigger: job.Trigger{Source: job.SourceReview, Sender: ev.GetSender().GetLogin(), SenderType: ev.GetSender().GetType(),
+			ReviewID: ev.GetReview().GetID(), CommentURL: ev.GetReview().GetHTMLURL()},
+	})
+}
+
+func (r *Router) issues(ev *github.IssuesEvent) (Decision, error) {
+	action := ev.GetAction()
+	if action != "labeled" && action != "unlabeled" {
+		return ignore(fmt.Sprintf("issues %s does not trigger", action))
+	}
+	if ev.Issue == nil || ev.GetIssue().GetNumber() == 0 {
+		return invalid("issues payload has no issue")
+	}
+	if ev.Label == nil || ev.GetLabel().GetName() == "" {
+		return invalid("issues %s payload has no label", action)
+	}
+	rp, err := repoOf(ev.Repo)
+	if err != nil {
+		return Decision{}, err
+	}
+	name := ev.GetLabel().GetName()
+	if name != r.o.Label && name != r.o.OvernightLabel {
+		return ignore(fmt.Sprintf("label %q is not a selfcode label", name))
+	}
+	is := ev.GetIssue()
+	key := job.IssueKey(rp.FullName(), is.GetNumber())
+	if action == "unlabeled" {
+		if name != r.o.OvernightLabel {
+			return ignore(fmt.Sprintf("removing label %q cancels nothing", name))
+		}
+		return Decision{Submission: store.Submission{Action: store.ActionCancelOvernight, Key: key}}, nil
+	}
+	if isBot(ev.GetSender()) {
+		return ignore("label added by a bot")
+	}
+	now := r.o.Now().UTC()
+	j := job.Job{
+		Kind: job.KindRun, Repo: rp, Issue: is.GetNumber(), IsPR: is.IsPullRequest(),
+		IssueTitle: is.GetTitle(), IssueBody: is.GetBody(), IssueURL: is.GetHTMLURL(),
+		InstallationID: ev.GetInstallation().GetID(),
+		Trigger: job.Trigger{Source: job.SourceLabel, Sender: ev.GetSender().GetLogin(), SenderType: ev.GetSender().GetType(),
+			Command: string(command.VerbRun), Label: name, ReceivedAt: now},
+	}
+	if name == r.o.OvernightLabel {
+		j.Overnight = true
+		j.Trigger.Source = job.SourceOvernight
+		j.ScheduledFor = r.o.NextWindow(now).UTC()
+	}
+	return Decision{Submission: store.Submission{Action: store.ActionEnqueue, Job: &j}}, nil
+}
+
+func (r *Router) installation(ev *github.InstallationEvent) (Decision, error) {
+	in := ev.GetInstallation()
+	if in.GetID() == 0 {
+		return invalid("installation payload has no installation id")
+	}
+	rec := &store.Installation{ID: in.GetID(), Account: in.GetAccount().GetLogin()}
+	for _, rp := range ev.Repositories {
+		rec.Repositories = append(rec.Repositories, rp.GetFullName())
+	}
+	d, _ := ignore("installation " + ev.GetAction() + " recorded")
+	switch ev.GetAction() {
+	case "deleted":
+		d.InstallationDeleted = true
+	case "suspend":
+		rec.Suspended = true
+	}
+	d.Installation = rec
+	return d, nil
+}
+
+func (r *Router) installationRepos(ev *github.InstallationRepositoriesEvent) (Decision, error) {
+	in := ev.GetInstallation()
+	if in.GetID() == 0 {
+		return invalid("installation_repositories payload has no installation id")
+	}
+	rec := &store.Installation{ID: in.GetID(), Account: in.GetAccount().GetLogin()}
+	for _, rp := range ev.RepositoriesAdded {
+		rec.Repositories = append(rec.Repositories, rp.GetFullName())
+	}
+	d, _ := ignore("installation repositories " + ev.GetAction() + " recorded")
+	d.Installation = rec
+	return d, nil
+}
+
+type checkRunEvent struct {
+	Action   string `json:"action"`
+	CheckRun *struct {
+		Name         string `json:"name"`
+		ExternalID   string `json:"external_id"`
+		PullRequests []struct {
+			Number int `json:"number"`
+		} `json:"pull_requests"`
+	} `json:"check_run"`
+	Repo         *github.Repository   `json:"repository"`
+	Sender       *github.User         `json:"sender"`
+	Installation *github.Installation `json:"installation"`
+}
+
+func (r *Router) checkRun(ev *checkRunEvent) (Decision, error) {
+	if ev.Action != "rerequested" {
+		return ignore(fmt.Sprintf("check_run %s does not trigger", ev.Action))
+	}
+	cr := ev.CheckRun
+	if cr == nil {
+		return invalid("check_run payload has no check_run")
+	}
+	if cr.Name != r.o.CheckRunName {
+		return ignore(fmt.Sprintf("check run %q is not selfcode's", cr.Name))
+	}
+	if job.ParseID(cr.ExternalID) != nil {
+		return ignore("check run carries no selfcode job id")
+	}
+	rp, err := repoOf(ev.Repo)
+	if err != nil {
+		return Decision{}, err
+	}
+	if isBot(ev.Sender) {
+		return ignore("re-run requested by a bot")
+	}
+	issue := 0
+	if len(cr.PullRequests) > 0 {
+		issue = cr.PullRequests[0].Number
+	}
+	j := job.Job{
+		Kind: job.KindControl, Repo: rp, Issue: issue, IsPR: true, TargetJobID: strings.ToLower(cr.ExternalID),
+		InstallationID: ev.Installation.GetID(),
+		Trigger: job.Trigger{Source: job.SourceCheckRun, Sender: ev.Sender.GetLogin(), SenderType: ev.Sender.GetType(),
+			Command: string(command.VerbRetry), ReceivedAt: r.o.Now().UTC()},
+	}
+	return Decision{Submission: store.Submission{Action: store.ActionControl, Job: &j}}, nil
+}

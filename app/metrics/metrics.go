@@ -1,0 +1,138 @@
+package metrics
+
+import (
+	"context"
+	"net/http"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/selfcode/selfcode/app/job"
+	"github.com/selfcode/selfcode/app/store"
+)
+
+// StatsSource is what the store gauges are read from at scrape time.
+type StatsSource interface {
+	Stats(ctx context.Context) (store.Stats, error)
+}
+
+// Options configures New.
+type Options struct {
+	Stats StatsSource // may be nil
+}
+
+// Metrics holds selfcode's collectors.
+type Metrics struct {
+	reg        *prometheus.Registry
+	deliveries *prometheus.CounterVec
+	webhookDur prometheus.Histogram
+	jobDur     *prometheus.HistogramVec
+	jobsDone   *prometheus.CounterVec
+	// Counters other packages add to (pipeline edit results, verify
+	// classifications, tokens per phase).
+	Edits    *prometheus.CounterVec
+	Verify   *prometheus.CounterVec
+	Tokens   *prometheus.CounterVec
+	Requests *prometheus.CounterVec
+}
+
+// New registers every collector on a fresh registry.
+func New(o Options) *Metrics {
+	m := &Metrics{
+		reg: prometheus.NewRegistry(),
+		deliveries: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "selfcode_webhook_deliveries_total", Help: "Webhook deliveries by event and result.",
+		}, []string{"event", "result"}),
+		webhookDur: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name: "selfcode_webhook_duration_seconds", Help: "Time to verify, store and answer a delivery.",
+			Buckets: []float64{.0005, .001, .002, .005, .01, .02, .05, .1, .25, 1},
+		}),
+		jobDur: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name: "selfcode_job_duration_seconds", Help: "Duration of finished jobs.",
+			Buckets: []float64{1, 5, 15, 30, 60, 120, 300, 600, 1200, 2700, 5400},
+		}, []string{"kind", "state", "outcome"}),
+		jobsDone: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "selfcode_jobs_finished_total", Help: "Finished jobs by kind, state and outcome.",
+		}, []string{"kind", "state", "outcome"}),
+		Edits: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "selfcode_edit_results_total", Help: "Model edit tool results (applied, no_match, not_unique, syntax_reverted, denied).",
+		}, []string{"tool", "result"}),
+		Verify: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "selfcode_verify_classifications_total", Help: "Verification results against the baseline (pass, regression, preexisting, fixed).",
+		}, []string{"class"}),
+		Tokens: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "selfcode_model_tokens_total", Help: "Model tokens used by phase.",
+		}, []string{"phase"}),
+		Requests: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "selfcode_github_requests_total", Help: "GitHub API requests by method and status class.",
+		}, []string{"method", "status"}),
+	}
+	m.reg.MustRegister(m.deliveries, m.webhookDur, m.jobDur, m.jobsDone, m.Edits, m.Verify, m.Tokens, m.Requests,
+		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	if o.Stats != nil {
+		m.reg.MustRegister(&storeCollector{src: o.Stats})
+	}
+	return m
+}
+
+// Handler serves the registry in Prometheus text format.
+func (m *Metrics) Handler() http.Handler {
+	return promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{Registry: m.reg})
+}
+
+// Registry exposes the registry (tests gather from it).
+func (m *Metrics) Registry() *prometheus.Registry { return m.reg }
+
+// Delivery counts one answered delivery.
+func (m *Metrics) Delivery(event, result string, took time.Duration) {
+	if event == "" {
+		event = "unknown"
+	}
+	m.deliveries.WithLabelValues(event, result).Inc()
+	m.webhookDur.Observe(took.Seconds())
+}
+
+// JobFinished records a finished job (implements worker.Observer).
+func (m *Metrics) JobFinished(j *job.Job) {
+	l := []string{string(j.Kind), string(j.State), string(j.Outcome)}
+	m.jobsDone.WithLabelValues(l...).Inc()
+	if d := j.Duration(); d > 0 {
+		m.jobDur.WithLabelValues(l...).Observe(d.Seconds())
+	}
+}
+
+type storeCollector struct{ src StatsSource }
+
+var (
+	jobsDesc  = prometheus.NewDesc("selfcode_jobs", "Stored jobs by state.", []string{"state"}, nil)
+	queueDesc = prometheus.NewDesc("selfcode_queue_depth", "Jobs waiting to run, by lane (pipeline, control, scheduled).", []string{"lane"}, nil)
+	leaseDesc = prometheus.NewDesc("selfcode_leased_jobs", "Jobs leased by a worker.", nil, nil)
+	upDesc    = prometheus.NewDesc("selfcode_store_up", "1 when the job store answered the scrape.", nil, nil)
+)
+
+func (c *storeCollector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- jobsDesc
+	ch <- queueDesc
+	ch <- leaseDesc
+	ch <- upDesc
+}
+
+func (c *storeCollector) Collect(ch chan<- prometheus.Metric) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	st, err := c.src.Stats(ctx)
+	if err != nil {
+		ch <- prometheus.MustNewConstMetric(upDesc, prometheus.GaugeValue, 0)
+		return
+	}
+	ch <- prometheus.MustNewConstMetric(upDesc, prometheus.GaugeValue, 1)
+	for _, s := range job.States {
+		ch <- prometheus.MustNewConstMetric(jobsDesc, prometheus.GaugeValue, float64(st.ByState[s]), string(s))
+	}
+	ch <- prometheus.MustNewConstMetric(queueDesc, prometheus.GaugeValue, float64(st.Queued), "pipeline")
+	ch <- prometheus.MustNewConstMetric(queueDesc, prometheus.GaugeValue, float64(st.ControlQueue), "control")
+	ch <- prometheus.MustNewConstMetric(queueDesc, prometheus.GaugeValue, float64(st.Scheduled), "scheduled")
+	ch <- prometheus.MustNewConstMetric(leaseDesc, prometheus.GaugeValue, float64(st.Leased))
+}
