@@ -332,5 +332,3 @@ func TestInstallationRecorded(t *testing.T) {
 		t.Fatalf("installation %+v %v", in, err)
 	}
 }
-
-

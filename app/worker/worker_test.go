@@ -170,7 +170,9 @@ func TestOutcomes(t *testing.T) {
 	}
 }
 
-func contains(s, sub string) bool { return len(sub) == 0 || (len(s) >= len(sub) && indexOf(s, sub) >= 0) }
+func contains(s, sub string) bool {
+	return len(sub) == 0 || (len(s) >= len(sub) && indexOf(s, sub) >= 0)
+}
 func indexOf(s, sub string) int {
 	for i := 0; i+len(sub) <= len(s); i++ {
 		if s[i:i+len(sub)] == sub {
@@ -289,7 +291,9 @@ func TestShutdownLeavesJobForRestart(t *testing.T) {
 	}
 	defer st2.Close()
 	p2, _ := New(Options{Store: st2, Observer: done, Permissions: perms{}, Notifier: &notes{}, Tick: 20 * time.Millisecond,
-		Runner: runFunc(func(ctx context.Context, j *job.Job, rt Runtime) (job.Outcome, error) { return job.OutcomePROpened, nil })})
+		Runner: runFunc(func(ctx context.Context, j *job.Job, rt Runtime) (job.Outcome, error) {
+			return job.OutcomePROpened, nil
+		})})
 	p2.Start(context.Background())
 	defer p2.Shutdown(context.Background())
 	select {
