@@ -16,7 +16,7 @@ package store
 //	notices       "owner/name#N" ‖ 0x00 ‖ kind                  → 8-byte unix nanos (one-per-issue replies already sent)
 //	installations installation id (decimal)                     → installation record as JSON
 //	counts        state name                                    → 8-byte big-endian count of jobs in that state
-//	meta          "schema"                                      → schema version
+//	meta          "schema" → schema version; "instance" → this data directory's instance name
 var (
 	bucketJobs          = []byte("jobs")
 	bucketQueue         = []byte("queue")

@@ -301,3 +301,20 @@ func ctxErr(ctx context.Context) error {
 }
 
 func beUint64(b []byte) uint64 { return binary.BigEndian.Uint64(b) }
+
+// InstanceID returns this data directory's stable instance name, made on
+// first use. Containers and leases are labelled with it so a restarted server
+// recognises what its previous life left behind.
+func (s *Store) InstanceID() (string, error) {
+	var id string
+	err := s.update(func(tx *bolt.Tx) error {
+		meta := tx.Bucket(bucketMeta)
+		if v := meta.Get([]byte("instance")); v != nil {
+			id = string(v)
+			return nil
+		}
+		id = "sc-" + s.ids.New(s.now())[16:]
+		return meta.Put([]byte("instance"), []byte(id))
+	})
+	return id, err
+}

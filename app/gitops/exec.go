@@ -1,0 +1,226 @@
+package gitops
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"time"
+)
+
+// tokenEnv is the environment variable that carries the token to the
+// credential helper. It is set only on the git child that needs it.
+const tokenEnv = "SELFCODE_GIT_TOKEN"
+
+// hostEnv tells the credential helper which host the token is for; it answers
+// nothing for any other host.
+const hostEnv = "SELFCODE_GIT_HOST"
+
+// credentialHelper is written to a private temporary directory for each
+// authenticated git call. It contains no secret: it prints the token from the
+// environment of the git process that runs it, and only for the expected host.
+const credentialHelper = `#!/bin/sh
+# selfcode git credential helper; holds no secret itself.
+[ "$1" = get ] || exit 0
+host=
+while IFS= read -r line; do
+	case "$line" in
+	host=*) host=${line#host=} ;;
+	"") break ;;
+	esac
+done
+[ -n "$host" ] && [ "$host" = "$` + hostEnv + `" ] || exit 0
+printf 'username=x-access-token\npassword=%s\n' "$` + tokenEnv + `"
+`
+
+// hardening is passed to every git call: no hooks, no fsmonitor, no other
+// credential helper, no background maintenance that could outlive a lock.
+var hardening = []string{
+	"-c", "core.hooksPath=/dev/null",
+	"-c", "core.fsmonitor=false",
+	"-c", "credential.helper=",
+	"-c", "protocol.ext.allow=never",
+	"-c", "gc.autoDetach=false",
+	"-c", "maintenance.autoDetach=false",
+	"-c", "commit.gpgSign=false",
+	"-c", "advice.detachedHead=false",
+}
+
+// call describes one git invocation.
+type call struct {
+	dir    string   // working directory
+	noRepo bool     // dir is not a repository: stop git discovering one above it
+	args   []string // git arguments after the hardening options
+	env    []string // extra environment
+	stdin  []byte
+	repo   string      // owner/name for logs
+	token  TokenSource // nil: no credentials
+	remote *url.URL    // the remote the token is for
+}
+
+// gitError is a failed git command; its message carries git's stderr.
+type gitError struct {
+	args   []string
+	code   int
+	stderr string
+	err    error
+}
+
+func (e *gitError) Error() string {
+	msg := strings.TrimSpace(e.stderr)
+	if msg == "" {
+		msg = e.err.Error()
+	}
+	return fmt.Sprintf("git %s: exit %d: %s", strings.Join(e.args, " "), e.code, msg)
+}
+
+func (e *gitError) Unwrap() error { return e.err }
+
+// exitCode returns git's exit status from err, or -1.
+func exitCode(err error) int {
+	var ge *gitError
+	if errors.As(err, &ge) {
+		return ge.code
+	}
+	return -1
+}
+
+// result is what a git call printed.
+type result struct {
+	stdout []byte
+	stderr []byte
+}
+
+// run executes git. Any occurrence of the token in captured output is
+// redacted before it is returned or logged.
+func (g *Git) run(ctx context.Context, c call) (result, error) {
+	args := append([]string(nil), hardening...)
+	env := baseEnv()
+	secret := ""
+	if c.token != nil {
+		if c.remote == nil {
+			return result{}, errors.New("git: token given without a remote")
+		}
+		if err := checkCredentialTransport(c.remote); err != nil {
+			return result{}, err
+		}
+		tok, err := c.token(ctx)
+		if err != nil {
+			return result{}, fmt.Errorf("get token for git: %w", err)
+		}
+		if strings.ContainsAny(tok, "\r\n\x00") {
+			return result{}, errors.New("get token for git: token contains control characters")
+		}
+		if tok != "" {
+			dir, err := os.MkdirTemp("", "selfcode-git-cred-")
+			if err != nil {
+				return result{}, fmt.Errorf("create credential helper dir: %w", err)
+			}
+			defer os.RemoveAll(dir)
+			if err := os.Chmod(dir, 0o700); err != nil {
+				return result{}, fmt.Errorf("protect credential helper dir: %w", err)
+			}
+			helper := filepath.Join(dir, "credential-helper")
+			if err := os.WriteFile(helper, []byte(credentialHelper), 0o700); err != nil {
+				return result{}, fmt.Errorf("write credential helper: %w", err)
+			}
+			args = append(args, "-c", "credential.helper="+helper)
+			env = append(env, tokenEnv+"="+tok, hostEnv+"="+c.remote.Host)
+			secret = tok
+		}
+	}
+	args = append(args, c.args...)
+	env = append(env, c.env...)
+	if c.noRepo {
+		env = append(env, "GIT_CEILING_DIRECTORIES="+filepath.Dir(filepath.Clean(c.dir)))
+	}
+
+	cmd := exec.CommandContext(ctx, g.gitPath, args...)
+	cmd.Dir = c.dir
+	cmd.Env = env
+	cmd.WaitDelay = 5 * time.Second
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout = &stdout
+	cmd.Stderr = &stderr
+	if c.stdin != nil {
+		cmd.Stdin = bytes.NewReader(c.stdin)
+	}
+	start := time.Now()
+	err := cmd.Run()
+	res := result{stdout: redact(stdout.Bytes(), secret), stderr: redact(stderr.Bytes(), secret)}
+	g.log.DebugContext(ctx, "git", "repo", c.repo, "args", c.args, "duration", time.Since(start), "err", err != nil)
+	if err != nil {
+		if ctx.Err() != nil {
+			return res, fmt.Errorf("git %s: %w", firstArg(c.args), ctx.Err())
+		}
+		code := -1
+		var ee *exec.ExitError
+		if errors.As(err, &ee) {
+			code = ee.ExitCode()
+		}
+		return res, &gitError{args: c.args, code: code, stderr: string(res.stderr), err: err}
+	}
+	return res, nil
+}
+
+func firstArg(args []string) string {
+	if len(args) == 0 {
+		return ""
+	}
+	return args[0]
+}
+
+func redact(b []byte, secret string) []byte {
+	if secret == "" || !bytes.Contains(b, []byte(secret)) {
+		return b
+	}
+	return bytes.ReplaceAll(b, []byte(secret), []byte("[REDACTED]"))
+}
+
+// baseEnv is the process environment without anything that would steer git
+// (GIT_*), prompt (SSH_ASKPASS) or leak (our own variables), plus settings
+// that make git non-interactive and independent of the host's git config.
+func baseEnv() []string {
+	var env []string
+	for _, kv := range os.Environ() {
+		k, _, _ := strings.Cut(kv, "=")
+		switch {
+		case strings.HasPrefix(k, "GIT_"), k == "SSH_ASKPASS", k == tokenEnv, k == hostEnv,
+			k == "LC_ALL", k == "LANGUAGE":
+			continue
+		}
+		env = append(env, kv)
+	}
+	return append(env,
+		"LC_ALL=C",
+		"GIT_TERMINAL_PROMPT=0",
+		"GIT_CONFIG_NOSYSTEM=1",
+		"GIT_CONFIG_GLOBAL="+os.DevNull,
+		"GIT_ASKPASS=",
+	)
+}
+
+// checkCredentialTransport refuses to hand a token to git for a remote it
+// would travel to in clear text, unless that remote is on this machine.
+func checkCredentialTransport(u *url.URL) error {
+	switch u.Scheme {
+	case "https", "file":
+		return nil
+	case "http":
+		host := u.Hostname()
+		if host == "localhost" {
+			return nil
+		}
+		if ip := net.ParseIP(host); ip != nil && ip.IsLoopback() {
+			return nil
+		}
+		return fmt.Errorf("refusing to send credentials over plain http to %s", u.Host)
+	}
+	return fmt.Errorf("unsupported remote scheme %q", u.Scheme)
+}

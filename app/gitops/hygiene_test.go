@@ -1,0 +1,115 @@
+package gitops
+
+import (
+	"bytes"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestTokenNeverLeaks runs every remote operation with a recording git
+// wrapper, captured logs and a private TMPDIR, then searches everything
+// selfcode wrote for the token.
+func TestTokenNeverLeaks(t *testing.T) {
+	tmp := t.TempDir()
+	t.Setenv("TMPDIR", tmp)
+	remote := newFakeRemote(t)
+	h := newHarness(t)
+	human := remote.create(t, "acme", "widgets")
+	runGit(t, human.dir, "checkout", "--quiet", "-b", "feature")
+	human.write("f.txt", "f\n")
+	human.commit("feature")
+	human.push("feature")
+	repo := remote.repo("acme", "widgets")
+	tok := StaticToken(testToken)
+	ctx := t.Context()
+
+	mirror, err := h.g.Sync(ctx, repo, tok)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ws, err := h.g.NewWorkspace(ctx, WorkspaceOptions{Repo: repo, ID: "hyg", Branch: "selfcode/issue-9", Base: "main", Token: tok})
+	if err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, filepath.Join(ws.Dir, "x.txt"), "x\n")
+	if _, _, err := h.g.Commit(ctx, ws, "x"); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.g.PushSelfcodeBranch(ctx, ws, "selfcode/issue-9", "", tok); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.g.RemoteBranchSHA(ctx, repo, "selfcode/issue-9", tok); err != nil {
+		t.Fatal(err)
+	}
+	pr, err := h.g.NewWorkspace(ctx, WorkspaceOptions{Repo: repo, ID: "hyg-pr", Branch: "feature", Base: "feature", Token: tok})
+	if err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, filepath.Join(pr.Dir, "y.txt"), "y\n")
+	if _, _, err := h.g.Commit(ctx, pr, "y"); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.g.PushFastForward(ctx, pr, "feature", tok); err != nil {
+		t.Fatal(err)
+	}
+	// A failing push too: its error text must not carry the token either.
+	writeFile(t, filepath.Join(ws.Dir, "z.txt"), "z\n")
+	if _, _, err := h.g.Commit(ctx, ws, "z"); err != nil {
+		t.Fatal(err)
+	}
+	pushErr := h.g.PushSelfcodeBranch(ctx, ws, "selfcode/issue-9", "", tok)
+	if pushErr == nil || strings.Contains(pushErr.Error(), testToken) {
+		t.Fatalf("failing push error = %v", pushErr)
+	}
+
+	secret := []byte(testToken)
+	argv, err := os.ReadFile(h.argvLog)
+	if err != nil || len(argv) == 0 {
+		t.Fatalf("argv log empty: %v", err)
+	}
+	if bytes.Contains(argv, secret) {
+		t.Error("token appears in git's argv")
+	}
+	if !bytes.Contains(argv, []byte("credential.helper=\n")) {
+		t.Error("git calls do not reset credential helpers")
+	}
+	if bytes.Contains(h.logs.Bytes(), secret) {
+		t.Error("token appears in the logs")
+	}
+	if !bytes.Contains(h.logs.Bytes(), []byte("mirror created")) {
+		t.Error("log capture did not work")
+	}
+	if cfg, err := os.ReadFile(filepath.Join(mirror, "config")); err != nil || bytes.Contains(cfg, secret) || bytes.Contains(cfg, []byte("x-access-token")) {
+		t.Errorf("mirror config holds credentials (err %v):\n%s", err, cfg)
+	}
+	// Everything under the data dir — mirrors, both workspaces with their git
+	// dirs — and the temporary directory, where credential helpers lived.
+	for _, root := range []string{h.dir, tmp} {
+		err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+			if err != nil || d.IsDir() {
+				return err
+			}
+			if strings.HasPrefix(d.Name(), "selfcode-git-cred-") {
+				t.Errorf("credential helper left behind: %s", path)
+			}
+			b, err := os.ReadFile(path)
+			if err != nil {
+				return err
+			}
+			if bytes.Contains(b, secret) {
+				t.Errorf("token found in %s", path)
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	leftovers, _ := filepath.Glob(filepath.Join(tmp, "selfcode-*"))
+	if len(leftovers) != 0 {
+		t.Errorf("temporary directories left behind: %v", leftovers)
+	}
+}

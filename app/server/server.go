@@ -1,0 +1,169 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"path/filepath"
+	"time"
+
+	"github.com/selfcode/selfcode/app/config"
+	"github.com/selfcode/selfcode/app/intake"
+	"github.com/selfcode/selfcode/app/metrics"
+	"github.com/selfcode/selfcode/app/store"
+	"github.com/selfcode/selfcode/app/worker"
+	"github.com/selfcode/selfcode/handlers"
+)
+
+// Deps are the parts that talk to the outside world; the caller picks real
+// or fake ones.
+type Deps struct {
+	Runner      worker.Runner
+	Permissions worker.PermissionChecker
+	Notifier    worker.Notifier
+	Ready       []handlers.ReadyCheck
+	// OnStart runs after the store is open and before workers start (e.g. to
+	// reap sandbox containers a crash left).
+	OnStart func(ctx context.Context, st *store.Store, instance string) error
+}
+
+// Options configures a Server.
+type Options struct {
+	Config *config.Config
+	Logger *slog.Logger
+	// Deps builds the outside-world parts once the store is open.
+	Deps func(ctx context.Context, st *store.Store, m *metrics.Metrics, instance string) (Deps, error)
+}
+
+// Server is a running selfcode.
+type Server struct {
+	cfg      *config.Config
+	log      *slog.Logger
+	Store    *store.Store
+	Metrics  *metrics.Metrics
+	Pool     *worker.Pool
+	Instance string
+
+	public, admin     *http.Server
+	publicLn, adminLn net.Listener
+}
+
+// New opens the store and builds every part; Run serves.
+func New(ctx context.Context, o Options) (*Server, error) {
+	cfg := o.Config
+	if err := cfg.ValidateServe(); err != nil {
+		return nil, err
+	}
+	log := o.Logger
+	if log == nil {
+		log = slog.Default()
+	}
+	st, err := store.Open(store.Options{Path: filepath.Join(cfg.DataDir, "selfcode.db")})
+	if err != nil {
+		return nil, err
+	}
+	s := &Server{cfg: cfg, log: log, Store: st}
+	ok := false
+	defer func() {
+		if !ok {
+			st.Close()
+		}
+	}()
+	if s.Instance, err = st.InstanceID(); err != nil {
+		return nil, fmt.Errorf("instance id: %w", err)
+	}
+	s.Metrics = metrics.New(metrics.Options{Stats: st})
+	deps, err := o.Deps(ctx, st, s.Metrics, s.Instance)
+	if err != nil {
+		return nil, fmt.Errorf("build dependencies: %w", err)
+	}
+	if deps.OnStart != nil {
+		if err := deps.OnStart(ctx, st, s.Instance); err != nil {
+			return nil, err
+		}
+	}
+	sched := cfg.Schedule()
+	router := intake.New(intake.Options{
+		CommandWord: cfg.Command, Label: cfg.Label, OvernightLabel: cfg.OvernightLabel,
+		NextWindow: func(t time.Time) time.Time { return sched.Next(t) },
+	})
+	ready := append([]handlers.ReadyCheck{{Name: "store", Check: func(ctx context.Context) error { return st.Ping() }}}, deps.Ready...)
+	pub, err := handlers.NewPublic(handlers.PublicOptions{
+		Webhook: handlers.WebhookOptions{Secret: []byte(cfg.WebhookSecret), Router: router, Store: st,
+			Installations: st, Observer: s.Metrics, Logger: log},
+		Ready: ready,
+	})
+	if err != nil {
+		return nil, err
+	}
+	enabled := cfg.Enabled
+	s.Pool, err = worker.New(worker.Options{
+		Store: st, Runner: deps.Runner, Permissions: deps.Permissions, Notifier: deps.Notifier,
+		Observer: s.Metrics, Workers: cfg.Workers, Instance: s.Instance, Logger: log,
+		Enabled: func() bool { return enabled },
+	})
+	if err != nil {
+		return nil, err
+	}
+	adm, err := handlers.NewAdmin(handlers.AdminOptions{Jobs: st, Canceler: s.Pool, Metrics: s.Metrics.Handler(), Logger: log})
+	if err != nil {
+		return nil, err
+	}
+	if s.publicLn, err = net.Listen("tcp", cfg.Addr); err != nil {
+		return nil, fmt.Errorf("listen on SELFCODE_ADDR %s: %w", cfg.Addr, err)
+	}
+	if s.adminLn, err = net.Listen("tcp", cfg.AdminAddr); err != nil {
+		s.publicLn.Close()
+		return nil, fmt.Errorf("listen on SELFCODE_ADMIN_ADDR %s: %w", cfg.AdminAddr, err)
+	}
+	s.public = &http.Server{Handler: pub, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: 60 * time.Second, WriteTimeout: 60 * time.Second}
+	s.admin = &http.Server{Handler: adm, ReadHeaderTimeout: 10 * time.Second}
+	ok = true
+	return s, nil
+}
+
+// PublicAddr and AdminAddr are the bound addresses (useful with port 0).
+func (s *Server) PublicAddr() string { return s.publicLn.Addr().String() }
+
+// AdminAddr is the bound admin address.
+func (s *Server) AdminAddr() string { return s.adminLn.Addr().String() }
+
+// Run starts the workers and both listeners and blocks until ctx is done,
+// then shuts down gracefully: stop taking deliveries, let running jobs finish
+// up to the shutdown timeout, close the store.
+func (s *Server) Run(ctx context.Context) error {
+	if err := s.Pool.Start(ctx); err != nil {
+		return err
+	}
+	errc := make(chan error, 2)
+	serve := func(srv *http.Server, ln net.Listener, name string) {
+		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			errc <- fmt.Errorf("%s listener: %w", name, err)
+		}
+	}
+	go serve(s.public, s.publicLn, "public")
+	go serve(s.admin, s.adminLn, "admin")
+	s.log.Info("selfcode serving", "addr", s.PublicAddr(), "admin_addr", s.AdminAddr(), "instance", s.Instance,
+		"workers", s.cfg.Workers, "enabled", s.cfg.Enabled)
+	var runErr error
+	select {
+	case <-ctx.Done():
+	case runErr = <-errc:
+	}
+	s.log.Info("shutting down", "timeout", s.cfg.ShutdownTimeout.String())
+	sctx, cancel := context.WithTimeout(context.Background(), s.cfg.ShutdownTimeout)
+	defer cancel()
+	_ = s.public.Shutdown(sctx)
+	if err := s.Pool.Shutdown(sctx); err != nil {
+		s.log.Warn("shutdown interrupted running jobs; they run again after restart", "err", err)
+	}
+	_ = s.admin.Shutdown(sctx)
+	if err := s.Store.Close(); err != nil && runErr == nil {
+		runErr = fmt.Errorf("close store: %w", err)
+	}
+	s.log.Info("stopped")
+	return runErr
+}

@@ -1,0 +1,38 @@
+package main
+
+import (
+	"context"
+	"log/slog"
+
+	"github.com/spf13/cobra"
+
+	"github.com/selfcode/selfcode/app/config"
+	"github.com/selfcode/selfcode/app/errs"
+	"github.com/selfcode/selfcode/app/metrics"
+	"github.com/selfcode/selfcode/app/server"
+	"github.com/selfcode/selfcode/app/store"
+)
+
+type depsFunc = func(ctx context.Context, st *store.Store, m *metrics.Metrics, instance string) (server.Deps, error)
+
+// productDeps builds the GitHub-backed permission checker, notifier and the
+// pipeline runner. A binary built with the selfcode_testhooks tag (tests
+// only) replaces them with recording fakes.
+func productDeps(cfg *config.Config, log *slog.Logger) depsFunc {
+	if d, ok := testDeps(cfg, log); ok {
+		return d
+	}
+	return func(ctx context.Context, st *store.Store, m *metrics.Metrics, instance string) (server.Deps, error) {
+		return githubDeps(ctx, cfg, log, st, m, instance)
+	}
+}
+
+// githubDeps wires the real GitHub App side.
+func githubDeps(ctx context.Context, cfg *config.Config, log *slog.Logger, st *store.Store, m *metrics.Metrics, instance string) (server.Deps, error) {
+	if cfg.AppID == 0 {
+		return server.Deps{}, errs.E(errs.KindInvalid, "SELFCODE_APP_ID is required to serve (run `selfcode setup` to register the App)", nil)
+	}
+	return server.Deps{}, errs.E(errs.KindInvalid, "this build has no pipeline runner yet; see README", nil)
+}
+
+func extraCommands() []*cobra.Command { return nil }

@@ -1,0 +1,43 @@
+// Command selfcode is the selfcode GitHub App: `selfcode serve` runs it;
+// the other subcommands run one pipeline locally, demo the whole loop,
+// talk to a running server's admin API and register the App.
+package main
+
+import (
+	"fmt"
+	"os"
+
+	"github.com/gin-gonic/gin"
+	"github.com/spf13/cobra"
+)
+
+// exitError carries a process exit status through cobra.
+type exitError struct {
+	code int
+	err  error
+}
+
+func (e *exitError) Error() string { return e.err.Error() }
+
+func main() {
+	gin.SetMode(gin.ReleaseMode)
+	root := &cobra.Command{
+		Use:           "selfcode",
+		Short:         "A self-hosted GitHub App that turns /selfcode comments into verified pull requests",
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	root.PersistentFlags().String("config", "", "YAML configuration file (keys as in the environment, lower case, without SELFCODE_)")
+	root.AddCommand(serveCmd(), jobsCmd(), versionCmd())
+	for _, c := range extraCommands() {
+		root.AddCommand(c)
+	}
+	if err := root.Execute(); err != nil {
+		code := 2 // usage errors from cobra
+		if e, ok := err.(*exitError); ok {
+			code = e.code
+		}
+		fmt.Fprintln(os.Stderr, "selfcode:", err)
+		os.Exit(code)
+	}
+}

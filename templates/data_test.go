@@ -1,0 +1,116 @@
+package templates
+
+import "time"
+
+// richReport is a realistic finished job with every section filled.
+func richReport() Report {
+	verify := []VerifyRow{
+		{Name: "build", Command: "go build ./...", Passed: true, Duration: 4200 * time.Millisecond},
+		{Name: "vet", Command: "go vet ./...", Passed: true, Duration: 2100 * time.Millisecond},
+		{Name: "test", Command: "go test ./...", Passed: true, Duration: 38*time.Second + 400*time.Millisecond},
+	}
+	earlier := []VerifyRow{
+		{Name: "build", Command: "go build ./...", Passed: true, Duration: 4 * time.Second},
+		{Name: "test", Command: "go test ./...", Passed: false, Duration: 35 * time.Second,
+			Output: "--- FAIL: TestParseDuration (0.00s)\n    parse_test.go:41: ParseDuration(\"90m\") = 0, want 1h30m0s\nFAIL\nFAIL\texample.com/clock\t0.012s"},
+	}
+	return Report{
+		JobID:      "01jb7k3m9x2c4q8r6t0v5w1y3z",
+		Repository: "acme/clock",
+		Issue:      42,
+		IssueTitle: "ParseDuration rejects minutes over 59",
+		Summary: "`ParseDuration` now accepts minute values above 59 (for example `90m`) and normalises them.\n\n" +
+			"The parser used to validate each unit against its clock range; it now only rejects negative values.",
+		Plan: &Plan{
+			Summary: "Relax the per-unit range check and add table tests.",
+			Steps: []PlanStep{
+				{ID: "relax-check", Title: "Drop the 0–59 check for minutes and seconds",
+					Files:      []PlanFile{{Path: "clock/parse.go", Action: "modify", Purpose: "remove the range check"}},
+					Acceptance: []string{"ParseDuration(\"90m\") returns 1h30m"}},
+				{ID: "tests", Title: "Cover large units",
+					Files:      []PlanFile{{Path: "clock/parse_test.go", Action: "modify", Purpose: "table cases for 90m, 3600s"}},
+					Acceptance: []string{"go test ./clock passes"}},
+			},
+			Risks:     []string{"Callers may rely on the old rejection."},
+			Questions: []string{"Should negative values stay an error?"},
+		},
+		FilesChanged: []FileChange{
+			{Path: "clock/parse.go", Action: "modified", Added: 4, Deleted: 9},
+			{Path: "clock/parse_test.go", Action: "modified", Added: 18, Deleted: 0},
+		},
+		Verification:   verify,
+		FixAttempts:    1,
+		MaxFixAttempts: 3,
+		Tokens:         TokenUsage{Total: 48213, ByPhase: map[string]int{"plan": 6120, "edit": 30877, "fix": 9004, "report": 2212}},
+		Duration:       3*time.Minute + 12*time.Second,
+		State:          "succeeded",
+		Outcome:        "pr_opened",
+		BlastRadius:    []string{"cmd/clockctl", "internal/schedule"},
+		Iterations: []Iteration{{Number: 1, Summary: "First edit broke an existing test.", Outcome: "verification_failed",
+			FilesChanged: []FileChange{{Path: "clock/parse.go", Action: "modified", Added: 2, Deleted: 9}}, Verification: earlier}},
+		Logs: "edit: str_replace clock/parse.go\nedit: str_replace clock/parse_test.go\nverify: test failed\nfix: str_replace clock/parse.go\nverify: all passed",
+		Stages: []Stage{
+			{Name: "plan", Status: "pass", Summary: "2 steps", Duration: 14 * time.Second},
+			{Name: "edit", Status: "pass", Summary: "2 files", Duration: 51 * time.Second},
+			{Name: "verify", Status: "pass", Summary: "3 checks", Duration: 45 * time.Second},
+			{Name: "fix", Status: "pass", Summary: "1 attempt", Duration: 70 * time.Second},
+			{Name: "publish", Status: "pass", Duration: 2 * time.Second},
+		},
+		Branch:      "selfcode/issue-42",
+		PRURL:       "https://github.com/acme/clock/pull/43",
+		CommandWord: "/selfcode",
+	}
+}
+
+// richFailure is richReport after verification kept failing.
+func richFailure() Report {
+	r := richReport()
+	r.State, r.Outcome, r.Draft = "failed", "verification_failed", true
+	r.FixAttempts = 3
+	r.Verification = []VerifyRow{
+		{Name: "build", Command: "go build ./...", Passed: true, Duration: 4 * time.Second},
+		{Name: "test", Command: "go test ./...", Passed: false, Duration: 36 * time.Second, Baseline: "passed on base",
+			Output: "--- FAIL: TestParseDuration/90m (0.00s)\n    parse_test.go:41: got 0, want 1h30m0s\nFAIL"},
+	}
+	r.Stages[3] = Stage{Name: "fix", Status: "fail", Summary: "3 attempts, test still fails", Duration: 4 * time.Minute}
+	r.Stages[4] = Stage{Name: "publish", Status: "pass", Summary: "draft PR"}
+	return r
+}
+
+// richError is a job that stopped with an error in the edit stage.
+func richError() Report {
+	r := richReport()
+	r.State, r.Outcome = "failed", "error"
+	r.Error = "edit: model endpoint: 503 Service Unavailable (after 5 retries)"
+	r.Stages = []Stage{
+		{Name: "plan", Status: "pass", Summary: "2 steps", Duration: 14 * time.Second},
+		{Name: "edit", Status: "fail", Summary: "model unavailable", Duration: 2 * time.Minute},
+		{Name: "verify", Status: "pending"},
+		{Name: "publish", Status: "pending"},
+	}
+	r.PRURL = ""
+	return r
+}
+
+// richRunning is the progress comment's data midway.
+func richRunning() Report {
+	r := richReport()
+	r.State, r.Outcome, r.PRURL = "running", "", ""
+	r.Stages = []Stage{
+		{Name: "plan", Status: "pass", Summary: "2 steps", Duration: 14 * time.Second},
+		{Name: "edit", Status: "running"},
+		{Name: "verify", Status: "pending"},
+		{Name: "publish", Status: "pending"},
+	}
+	return r
+}
+
+// minimalReport is the least a caller can pass.
+func minimalReport() Report {
+	return Report{JobID: "01jb7k3m9x2c4q8r6t0v5w1y3z", Repository: "acme/clock", CommandWord: "/selfcode"}
+}
+
+func richStatus() StatusView {
+	return StatusView{CommandWord: "/selfcode", Found: true, JobID: "01jb7k3m9x2c4q8r6t0v5w1y3z", State: "running", Attempts: 2,
+		Stages: richRunning().Stages, UpdatedAt: time.Date(2025, 6, 1, 2, 14, 0, 0, time.UTC)}
+}

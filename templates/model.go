@@ -1,0 +1,130 @@
+package templates
+
+import "time"
+
+// Report is the view of one job that most templates render.
+type Report struct {
+	JobID      string
+	Repository string // owner/name
+	// Issue is the issue the work resolves; the PR body says "Closes #Issue"
+	// when it is not 0. For a selfcode PR updated from a command on the PR,
+	// pass the original issue, not the PR number.
+	Issue      int
+	IssueTitle string // untrusted
+	Summary    string // untrusted (model-written)
+	Plan       *Plan
+
+	FilesChanged   []FileChange
+	Verification   []VerifyRow
+	FixAttempts    int
+	MaxFixAttempts int // 0: unknown, not shown
+	Tokens         TokenUsage
+	Duration       time.Duration
+	State          string // job state, e.g. "running", "succeeded"
+	Outcome        string // job outcome, e.g. "pr_opened", "verification_failed"
+	Draft          bool   // the PR is a draft because verification failed
+	BlastRadius    []string
+	Iterations     []Iteration // earlier iterations, rendered collapsed
+	Logs           string      // transcript excerpts and other free-form log text
+	Stages         []Stage
+	Branch         string
+	PRURL          string
+	Error          string // for job-failed comments; untrusted (may quote tools)
+	CommandWord    string // e.g. "/selfcode"
+}
+
+// Plan is the planner's structured output (contract section 8).
+type Plan struct {
+	Summary   string
+	Steps     []PlanStep
+	Risks     []string
+	Questions []string
+}
+
+// PlanStep is one step of a plan.
+type PlanStep struct {
+	ID         string
+	Title      string
+	Files      []PlanFile
+	Acceptance []string
+}
+
+// PlanFile is a file a plan step touches.
+type PlanFile struct {
+	Path    string
+	Action  string // create, modify, delete
+	Purpose string
+}
+
+// FileChange is one file changed by the job.
+type FileChange struct {
+	Path    string
+	Action  string // added, modified, deleted
+	Added   int
+	Deleted int
+	Binary  bool
+}
+
+// VerifyRow is one verification command's result.
+type VerifyRow struct {
+	Name     string
+	Command  string
+	Passed   bool
+	Duration time.Duration
+	Baseline string // e.g. "also failed on base"
+	Output   string // trimmed first when a body is too long
+}
+
+// TokenUsage counts model tokens.
+type TokenUsage struct {
+	Total   int
+	ByPhase map[string]int // phase name → tokens; rendered sorted by name
+}
+
+// Iteration is an earlier attempt at the same job, e.g. the previous update
+// of the same pull request.
+type Iteration struct {
+	Number       int
+	Summary      string
+	Outcome      string
+	FilesChanged []FileChange
+	Verification []VerifyRow
+}
+
+// Stage is one line of the progress checklist.
+type Stage struct {
+	Name     string
+	Status   string // pending, running, pass, fail, skipped
+	Summary  string
+	Duration time.Duration
+}
+
+// StatusView answers "/selfcode status".
+type StatusView struct {
+	CommandWord string
+	Found       bool // false: no job for this issue yet
+	JobID       string
+	State       string
+	Outcome     string
+	Attempts    int
+	Stages      []Stage
+	PRURL       string
+	Error       string
+	// QueuedBehind is how many jobs are ahead of this one when it is queued.
+	QueuedBehind int
+	UpdatedAt    time.Time
+}
+
+// HelpView answers "/selfcode help".
+type HelpView struct {
+	CommandWord    string
+	Label          string
+	OvernightLabel string
+}
+
+// DeniedView answers a sender without write permission.
+type DeniedView struct {
+	CommandWord string
+	Sender      string
+	Permission  string // what GitHub reported, e.g. "read"; may be empty
+}

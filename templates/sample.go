@@ -1,0 +1,32 @@
+package templates
+
+import "time"
+
+// sampleReport fills every field a template may read, so that New can check
+// that each entry renders (and an override naming a missing field fails early).
+func sampleReport() Report {
+	rows := []VerifyRow{
+		{Name: "build", Command: "go build ./...", Passed: true, Duration: 1200 * time.Millisecond},
+		{Name: "test", Command: "go test ./...", Passed: false, Duration: 9 * time.Second, Baseline: "also failed on base", Output: "--- FAIL: TestX\nFAIL"},
+	}
+	files := []FileChange{{Path: "main.go", Action: "modified", Added: 3, Deleted: 1}, {Path: "logo.png", Action: "added", Binary: true}}
+	return Report{
+		JobID: "01j0000000000000000000000a", Repository: "octo/sample", Issue: 1, IssueTitle: "Sample",
+		Summary: "Sample summary.",
+		Plan: &Plan{Summary: "Plan.", Steps: []PlanStep{{ID: "s1", Title: "Step", Files: []PlanFile{{Path: "main.go", Action: "modify", Purpose: "why"}},
+			Acceptance: []string{"it works"}}}, Risks: []string{"risk"}, Questions: []string{"question?"}},
+		FilesChanged: files, Verification: rows, FixAttempts: 1, MaxFixAttempts: 3,
+		Tokens:   TokenUsage{Total: 1000, ByPhase: map[string]int{"plan": 400, "edit": 600}},
+		Duration: time.Minute, State: "running", Outcome: "pr_opened", Draft: true,
+		BlastRadius: []string{"cmd/app"},
+		Iterations:  []Iteration{{Number: 1, Summary: "first", Outcome: "verification_failed", FilesChanged: files, Verification: rows}},
+		Logs:        "log line", Stages: []Stage{{Name: "plan", Status: "pass", Summary: "ok", Duration: time.Second}, {Name: "edit", Status: "fail"}},
+		Branch: "selfcode/issue-1", PRURL: "https://github.com/octo/sample/pull/2", Error: "boom", CommandWord: "/selfcode",
+	}
+}
+
+func sampleStatus() StatusView {
+	return StatusView{CommandWord: "/selfcode", Found: true, JobID: "01j0000000000000000000000a", State: "queued",
+		Outcome: "", Attempts: 2, Stages: []Stage{{Name: "plan", Status: "pass"}}, PRURL: "https://github.com/octo/sample/pull/2",
+		Error: "boom", QueuedBehind: 1, UpdatedAt: time.Date(2025, 1, 2, 3, 4, 5, 0, time.UTC)}
+}
