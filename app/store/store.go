@@ -12,6 +12,7 @@ import (
 	"time"
 
 	bolt "go.etcd.io/bbolt"
+	berrors "go.etcd.io/bbolt/errors"
 
 	"github.com/selfcode/selfcode/app/errs"
 	"github.com/selfcode/selfcode/app/job"
@@ -169,7 +170,7 @@ func classify(err error) error {
 	if errors.As(err, &e) {
 		return err
 	}
-	if errors.Is(err, bolt.ErrDatabaseNotOpen) || errors.Is(err, bolt.ErrTimeout) || errors.Is(err, bolt.ErrDatabaseReadOnly) {
+	if errors.Is(err, berrors.ErrDatabaseNotOpen) || errors.Is(err, berrors.ErrTimeout) || errors.Is(err, berrors.ErrDatabaseReadOnly) {
 		return errs.E(errs.KindUnavailable, "store unavailable", err)
 	}
 	return errs.E(errs.KindUnavailable, "store write failed", err)

@@ -141,7 +141,8 @@ func TestSingleFlight(t *testing.T) {
 		{"different issues run in parallel", func(t *testing.T, s *Store) {
 			submit(t, s, "d1", runJob(1, "a"))
 			submit(t, s, "d2", runJob(2, "b"))
-			if take(t, s, LanePipeline) == nil || take(t, s, LanePipeline) == nil {
+			first, second := take(t, s, LanePipeline), take(t, s, LanePipeline)
+			if first == nil || second == nil {
 				t.Fatal("both issues should be runnable")
 			}
 		}},
