@@ -1,0 +1,494 @@
+package runner
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/selfcode/selfcode/app/errs"
+	"github.com/selfcode/selfcode/app/ghapp"
+	gh "github.com/selfcode/selfcode/app/github"
+	"github.com/selfcode/selfcode/app/gitops"
+	"github.com/selfcode/selfcode/app/job"
+	"github.com/selfcode/selfcode/app/worker"
+	"github.com/selfcode/selfcode/templates"
+)
+
+// Engine does the work on a checkout: plan, edit, verify, fix.
+type Engine interface {
+	Execute(ctx context.Context, t Task) (Result, error)
+}
+
+// Task is one engine run.
+type Task struct {
+	Job     *job.Job
+	Dir     string // the checkout to edit (no .git inside)
+	BaseSHA string // the commit the checkout started from
+	// BaseRef is what verification compares against (the default branch or
+	// the pull request's base).
+	BaseRef string
+	// Stage reports progress: name is plan, edit, verify, fix; status is
+	// running, pass, fail or skipped.
+	Stage    func(name, status, summary string)
+	Artifact func(name string, data []byte)
+	Logger   *slog.Logger
+}
+
+// Result is what the engine produced. Report carries everything the
+// templates render (summary, plan, verification, tokens…); the runner adds
+// files changed, branch, PR and stages.
+type Result struct {
+	Report   templates.Report
+	Title    string // pull request title; default from the issue
+	Verified bool
+	// DraftOnFailure is the repository's draft_on_failure (default true).
+	DraftOnFailure bool
+	// Skip, when set, ends the job without publishing a change (e.g. a
+	// repository with enabled: false); it is the reason.
+	Skip string
+}
+
+// Options configures a Runner.
+type Options struct {
+	Clients     ghapp.Clients
+	Templates   *templates.Renderer
+	Engine      Engine
+	Git         func(ctx context.Context) (*gitops.Git, error)
+	CommandWord string
+	Logger      *slog.Logger
+	Now         func() time.Time
+}
+
+// Runner implements worker.Runner.
+type Runner struct{ o Options }
+
+// New builds a Runner.
+func New(o Options) (*Runner, error) {
+	if o.Clients == nil || o.Templates == nil || o.Engine == nil || o.Git == nil {
+		return nil, errs.E(errs.KindInvalid, "runner needs GitHub clients, templates, an engine and git", nil)
+	}
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	if o.CommandWord == "" {
+		o.CommandWord = "/selfcode"
+	}
+	return &Runner{o: o}, nil
+}
+
+// LazyGit returns a Git factory that resolves the App's bot identity on first
+// use (it needs the GitHub API) and caches the result.
+func LazyGit(identity func(ctx context.Context) (gitops.Identity, error), opts gitops.Options) func(context.Context) (*gitops.Git, error) {
+	var mu sync.Mutex
+	var g *gitops.Git
+	return func(ctx context.Context) (*gitops.Git, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		if g != nil {
+			return g, nil
+		}
+		id, err := identity(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("resolve the app's commit identity: %w", err)
+		}
+		o := opts
+		o.Identity = id
+		ng, err := gitops.New(o)
+		if err != nil {
+			return nil, err
+		}
+		g = ng
+		return g, nil
+	}
+}
+
+// run is one job's state while it runs.
+type run struct {
+	r      *Runner
+	j      *job.Job
+	rt     worker.Runtime
+	pub    *ghapp.Publisher
+	log    *slog.Logger
+	start  time.Time
+	stages []templates.Stage
+	rep    templates.Report
+	mu     sync.Mutex
+}
+
+var stageOrder = []string{"checkout", "plan", "edit", "verify", "fix", "publish"}
+
+// Run does the job; see the package comment.
+func (r *Runner) Run(ctx context.Context, j *job.Job, rt worker.Runtime) (job.Outcome, error) {
+	log := rt.Logger()
+	client, err := r.o.Clients.Installation(ctx, j.InstallationID)
+	if err != nil {
+		return "", ghapp.MapError(err)
+	}
+	x := &run{r: r, j: j, rt: rt, log: log, start: r.o.Now(),
+		pub: ghapp.NewPublisher(client, j, r.o.Templates, rt, log)}
+	x.rep = templates.Report{JobID: j.ID, Repository: j.Repo.FullName(), Issue: originalIssue(j), IssueTitle: j.IssueTitle,
+		CommandWord: r.o.CommandWord, State: string(job.StateRunning)}
+	for _, name := range stageOrder {
+		if j.Kind == job.KindPlan && name != "checkout" && name != "plan" {
+			continue
+		}
+		x.stages = append(x.stages, templates.Stage{Name: name, Status: "pending"})
+	}
+	if err := x.pub.React(ctx, gh.ReactionEyes); err != nil {
+		log.Warn("add eyes reaction", "err", err)
+	}
+	if err := x.progress(ctx); err != nil {
+		return "", fmt.Errorf("post progress comment: %w", err)
+	}
+	outcome, err := x.work(ctx, client)
+	x.finish(outcome, err)
+	return outcome, err
+}
+
+// originalIssue is the issue a job resolves: for a command on a selfcode
+// pull request, the issue its branch was made for.
+func originalIssue(j *job.Job) int {
+	if b := j.Publication.Branch; strings.HasPrefix(b, "selfcode/issue-") {
+		if n, err := strconv.Atoi(strings.TrimPrefix(b, "selfcode/issue-")); err == nil {
+			return n
+		}
+	}
+	if j.IsPR {
+		return 0
+	}
+	return j.Issue
+}
+
+func (x *run) stage(name, status, summary string) {
+	x.mu.Lock()
+	found := false
+	for i := range x.stages {
+		if x.stages[i].Name == name {
+			x.stages[i].Status, x.stages[i].Summary = status, summary
+			found = true
+		}
+	}
+	if !found {
+		x.stages = append(x.stages, templates.Stage{Name: name, Status: status, Summary: summary})
+	}
+	x.mu.Unlock()
+	now := x.r.o.Now().UTC()
+	_, err := x.rt.Update(context.Background(), func(j *job.Job) error {
+		for i := range j.Stages {
+			if j.Stages[i].Name == name {
+				j.Stages[i].Status, j.Stages[i].Summary = status, summary
+				if status != "running" {
+					j.Stages[i].FinishedAt = now
+				}
+				return nil
+			}
+		}
+		j.Stages = append(j.Stages, job.Stage{Name: name, Status: status, Summary: summary, StartedAt: now})
+		return nil
+	})
+	if err != nil {
+		x.log.Warn("record stage", "stage", name, "err", err)
+	}
+	if status != "running" {
+		if err := x.progress(context.Background()); err != nil {
+			x.log.Warn("update progress comment", "stage", name, "err", err)
+		}
+	}
+}
+
+func (x *run) report() templates.Report {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	rep := x.rep
+	rep.Stages = append([]templates.Stage(nil), x.stages...)
+	rep.Duration = x.r.o.Now().Sub(x.start)
+	return rep
+}
+
+func (x *run) progress(ctx context.Context) error {
+	return x.pub.Progress(ctx, x.report())
+}
+
+func (x *run) work(ctx context.Context, client *gh.Client) (job.Outcome, error) {
+	j := x.j
+	o, name := j.Repo.Owner, j.Repo.Name
+	x.stage("checkout", "running", "")
+	repo, err := client.Repo(ctx, o, name)
+	if err != nil {
+		x.stage("checkout", "fail", "repository not accessible")
+		return "", fmt.Errorf("repository %s: %w", j.Repo.FullName(), ghapp.MapError(err))
+	}
+	jr := j.Repo
+	jr.CloneURL, jr.DefaultBranch = repo.CloneURL, repo.DefaultBranch
+
+	branch, start, base, human := "selfcode/issue-"+strconv.Itoa(j.Issue), repo.DefaultBranch, repo.DefaultBranch, false
+	if j.IsPR {
+		pr, err := client.PullRequest(ctx, o, name, j.Issue)
+		if err != nil {
+			x.stage("checkout", "fail", "pull request not accessible")
+			return "", fmt.Errorf("pull request #%d: %w", j.Issue, ghapp.MapError(err))
+		}
+		if pr.FromFork() {
+			x.stage("checkout", "skipped", "pull request from a fork")
+			x.rep.Summary = "This pull request comes from a fork; selfcode only pushes to branches of this repository."
+			return job.OutcomeNoChange, x.pub.Comment(ctx, x.rep.Summary)
+		}
+		if pr.State != "open" {
+			x.stage("checkout", "skipped", "pull request is closed")
+			x.rep.Summary = "This pull request is closed; selfcode does not change closed pull requests."
+			return job.OutcomeNoChange, x.pub.Comment(ctx, x.rep.Summary)
+		}
+		branch, start, base = pr.HeadRef, pr.HeadRef, pr.BaseRef
+		human = !strings.HasPrefix(pr.HeadRef, "selfcode/")
+		if !human {
+			if _, err := x.rt.Update(ctx, func(jj *job.Job) error { jj.Publication.Branch = branch; return nil }); err == nil {
+				j.Publication.Branch = branch
+				x.rep.Issue = originalIssue(j)
+			}
+		}
+		if err := x.pub.Check(ctx, pr.HeadSHA, "queued", "", "selfcode is queued", "Waiting for a worker."); err != nil {
+			x.log.Warn("create queued check run", "err", err)
+		}
+	}
+	git, err := x.r.o.Git(ctx)
+	if err != nil {
+		return "", errs.E(errs.KindTransient, "git", err)
+	}
+	token := gitops.TokenSource(func(ctx context.Context) (string, error) { return client.Token(ctx) })
+	ws, err := git.NewWorkspace(ctx, gitops.WorkspaceOptions{Repo: jr, ID: j.ID, Branch: branch, Base: start, Token: token})
+	if err != nil {
+		x.stage("checkout", "fail", "could not check out "+start)
+		return "", fmt.Errorf("check out %s: %w", start, err)
+	}
+	defer func() {
+		if err := ws.Remove(); err != nil {
+			x.log.Warn("remove workspace", "err", err)
+		}
+	}()
+	x.stage("checkout", "pass", fmt.Sprintf("%s at %.12s", start, ws.BaseSHA))
+	if j.IsPR && j.Publication.CheckRunID != 0 {
+		_ = x.pub.Check(ctx, j.Publication.HeadSHA, "in_progress", "", "selfcode is working", "Planning and editing.")
+	}
+
+	res, err := x.r.o.Engine.Execute(ctx, Task{
+		Job: j, Dir: ws.Dir, BaseSHA: ws.BaseSHA, BaseRef: base, Logger: x.log,
+		Stage: x.stage,
+		Artifact: func(name string, data []byte) {
+			if err := x.rt.PutArtifact(context.Background(), name, data); err != nil {
+				x.log.Warn("store artifact", "name", name, "err", err)
+			}
+		},
+	})
+	x.mergeReport(res.Report)
+	if err != nil {
+		return "", err
+	}
+	if res.Skip != "" {
+		x.rep.Summary = res.Skip
+		return job.OutcomeNoChange, x.pub.Comment(ctx, res.Skip)
+	}
+	if j.Kind == job.KindPlan {
+		body, err := x.r.o.Templates.PlanComment(x.report())
+		if err != nil {
+			return "", fmt.Errorf("render plan: %w", err)
+		}
+		if err := x.pub.Comment(ctx, body); err != nil {
+			return "", err
+		}
+		return job.OutcomePlanPosted, nil
+	}
+
+	x.stage("publish", "running", "")
+	files, err := git.ChangedFiles(ctx, ws, ws.BaseSHA)
+	if err != nil {
+		return "", fmt.Errorf("list changed files: %w", err)
+	}
+	x.mu.Lock()
+	x.rep.FilesChanged = nil
+	for _, f := range files {
+		x.rep.FilesChanged = append(x.rep.FilesChanged, templates.FileChange{Path: f.Path, Action: f.Status, Added: f.Added, Deleted: f.Deleted, Binary: f.Binary})
+	}
+	x.mu.Unlock()
+	if diff, err := git.Diff(ctx, ws, ws.BaseSHA); err == nil {
+		_ = x.rt.PutArtifact(context.Background(), "diff.patch", []byte(diff))
+	}
+	title := res.Title
+	if title == "" {
+		title = "selfcode: " + firstNonEmpty(j.IssueTitle, "changes for #"+strconv.Itoa(j.Issue))
+	}
+	sha, changed, err := git.Commit(ctx, ws, commitMessage(title, j, x.rep.Issue))
+	if err != nil {
+		return "", fmt.Errorf("commit: %w", err)
+	}
+	if !changed {
+		x.stage("publish", "skipped", "no change to publish")
+		return job.OutcomeNoChange, nil
+	}
+	if !res.Verified && !res.DraftOnFailure {
+		body, err := x.r.o.Templates.FailureReport(x.report())
+		if err != nil {
+			return "", fmt.Errorf("render failure report: %w", err)
+		}
+		x.stage("publish", "skipped", "verification failed; draft_on_failure is off")
+		return job.OutcomeVerificationFailed, x.pub.Comment(ctx, body)
+	}
+	if human {
+		err = git.PushFastForward(ctx, ws, branch, token)
+		if errors.Is(err, gitops.ErrNonFastForward) {
+			x.stage("publish", "fail", "the branch moved while the job ran")
+			return "", errs.E(errs.KindTransient, "the pull request's branch moved while the job ran; running again on the new head", err)
+		}
+	} else {
+		var expected string
+		if expected, err = git.RemoteBranchSHA(ctx, jr, branch, token); err == nil {
+			err = git.PushSelfcodeBranch(ctx, ws, branch, expected, token)
+		}
+	}
+	if err != nil {
+		x.stage("publish", "fail", "push failed")
+		return "", fmt.Errorf("push %s: %w", branch, err)
+	}
+	x.mu.Lock()
+	x.rep.Branch, x.rep.Draft = branch, !res.Verified
+	x.mu.Unlock()
+	body, err := x.r.o.Templates.PRBody(x.report())
+	if err != nil {
+		return "", fmt.Errorf("render pull request body: %w", err)
+	}
+	var outcome job.Outcome
+	if j.IsPR {
+		// A command on an existing pull request: the PR is the job's issue.
+		outcome = job.OutcomePRUpdated
+		if _, err := x.pub.EnsurePR(ctx, branch, base, title, body, false); err != nil {
+			return "", err
+		}
+	} else {
+		pr, err := x.pub.EnsurePR(ctx, branch, base, title, body, !res.Verified)
+		if err != nil {
+			return "", err
+		}
+		outcome = job.OutcomePRUpdated
+		if pr.Created {
+			outcome = job.OutcomePROpened
+		}
+	}
+	x.mu.Lock()
+	x.rep.PRURL = x.j.Publication.PRURL
+	x.mu.Unlock()
+	conclusion, ctitle := "success", "Verified"
+	if !res.Verified {
+		conclusion, ctitle = "failure", "Verification failed"
+		outcome = job.OutcomeVerificationFailed
+	}
+	summary := checkSummary(x.report())
+	if err := x.pub.Check(ctx, sha, "in_progress", "", "selfcode is publishing", "Pushed "+sha[:12]+"."); err != nil {
+		x.log.Warn("check run", "err", err)
+	} else if err := x.pub.Check(ctx, sha, "completed", conclusion, ctitle, summary); err != nil {
+		x.log.Warn("complete check run", "err", err)
+	}
+	x.stage("publish", "pass", x.j.Publication.PRURL)
+	return outcome, nil
+}
+
+func (x *run) mergeReport(r templates.Report) {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	keep := x.rep
+	x.rep = r
+	x.rep.JobID, x.rep.Repository, x.rep.Issue, x.rep.IssueTitle = keep.JobID, keep.Repository, keep.Issue, keep.IssueTitle
+	x.rep.CommandWord, x.rep.State = keep.CommandWord, keep.State
+	if x.rep.Summary == "" {
+		x.rep.Summary = keep.Summary
+	}
+}
+
+// finish writes the final progress comment and reaction. It uses a fresh
+// context: the job's may be canceled.
+func (x *run) finish(outcome job.Outcome, err error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	x.mu.Lock()
+	switch {
+	case err != nil && errs.KindOf(err) == errs.KindCanceled:
+		x.rep.State, x.rep.Error = string(job.StateCanceled), "canceled"
+	case err != nil:
+		x.rep.State, x.rep.Outcome, x.rep.Error = string(job.StateFailed), string(job.OutcomeError), err.Error()
+	default:
+		x.rep.State, x.rep.Outcome = string(job.StateSucceeded), string(outcome)
+		if outcome == job.OutcomeVerificationFailed {
+			x.rep.State = string(job.StateFailed)
+		}
+	}
+	for i := range x.stages {
+		if x.stages[i].Status == "running" {
+			x.stages[i].Status = "fail"
+		}
+	}
+	x.mu.Unlock()
+	if err := x.progress(ctx); err != nil {
+		x.log.Warn("final progress comment", "err", err)
+	}
+	reaction := gh.ReactionRocket
+	if err != nil || outcome == job.OutcomeVerificationFailed || outcome == job.OutcomeError {
+		reaction = gh.ReactionConfused
+	}
+	if errs.KindOf(err) == errs.KindCanceled {
+		return
+	}
+	if rerr := x.pub.React(ctx, reaction); rerr != nil {
+		x.log.Warn("final reaction", "err", rerr)
+	}
+}
+
+func commitMessage(title string, j *job.Job, issue int) string {
+	var b strings.Builder
+	b.WriteString(strings.TrimSpace(strings.Split(title, "\n")[0]))
+	b.WriteString("\n\n")
+	if j.Instructions != "" {
+		b.WriteString("Requested by @" + j.Trigger.Sender + ":\n")
+		for _, l := range strings.Split(strings.TrimSpace(j.Instructions), "\n") {
+			b.WriteString("> " + l + "\n")
+		}
+		b.WriteString("\n")
+	}
+	if issue != 0 {
+		fmt.Fprintf(&b, "Refs #%d\n", issue)
+	}
+	fmt.Fprintf(&b, "Selfcode-Job: %s\n", j.ID)
+	return b.String()
+}
+
+func checkSummary(rep templates.Report) string {
+	var b strings.Builder
+	if rep.Summary != "" {
+		b.WriteString(rep.Summary + "\n\n")
+	}
+	for _, v := range rep.Verification {
+		mark := "✅"
+		if !v.Passed {
+			mark = "❌"
+		}
+		fmt.Fprintf(&b, "- %s `%s` (%s)\n", mark, v.Name, v.Duration.Round(time.Millisecond))
+	}
+	if len(rep.FilesChanged) > 0 {
+		fmt.Fprintf(&b, "\n%d file(s) changed.\n", len(rep.FilesChanged))
+	}
+	return b.String()
+}
+
+func firstNonEmpty(a ...string) string {
+	for _, s := range a {
+		if strings.TrimSpace(s) != "" {
+			return s
+		}
+	}
+	return ""
+}
