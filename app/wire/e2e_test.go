@@ -27,24 +27,32 @@ import (
 const secret = "e2e-secret"
 
 // oneLineChange is the test-only engine: it makes a fixed one-line change.
-type oneLineChange struct{ calls int }
+type oneLineChange struct {
+	mu            sync.Mutex
+	calls         int
+	failVerify    bool // report verification as failed
+	noDraftOnFail bool // the repository's draft_on_failure: false
+}
 
 func (e *oneLineChange) Execute(ctx context.Context, t runner.Task) (runner.Result, error) {
+	e.mu.Lock()
 	e.calls++
+	calls, fail, noDraft := e.calls, e.failVerify, e.noDraftOnFail
+	e.mu.Unlock()
 	t.Stage("plan", "pass", "change the greeting")
 	path := t.Dir + "/greet.go"
 	b, err := os.ReadFile(path)
 	if err != nil {
 		return runner.Result{}, err
 	}
-	b = bytes.Replace(b, []byte(`"Hello"`), []byte(fmt.Sprintf(`"Hello, world (%d)"`, e.calls)), 1)
+	b = bytes.Replace(b, []byte(`"Hello"`), []byte(fmt.Sprintf(`"Hello, world (%d)"`, calls)), 1)
 	if err := os.WriteFile(path, b, 0o644); err != nil {
 		return runner.Result{}, err
 	}
 	t.Stage("edit", "pass", "greet.go")
 	t.Stage("verify", "pass", "build, test")
-	return runner.Result{Verified: true, DraftOnFailure: true, Title: "Greet the world",
-		Report: templates.Report{Summary: "Changed the greeting.", Verification: []templates.VerifyRow{{Name: "test", Command: "go test ./...", Passed: true, Duration: time.Second}}}}, nil
+	return runner.Result{Verified: !fail, DraftOnFailure: !noDraft, Title: "Greet the world",
+		Report: templates.Report{Summary: "Changed the greeting.", Verification: []templates.VerifyRow{{Name: "test", Command: "go test ./...", Passed: !fail, Duration: time.Second}}}}, nil
 }
 
 type env struct {
@@ -360,5 +368,94 @@ func TestTransientFailuresAndMissingRepository(t *testing.T) {
 	j = e.wait(out["job_id"].(string))
 	if j.State != job.StateFailed || !strings.Contains(j.Error, "not found or not accessible") {
 		t.Fatalf("job %s %q", j.State, j.Error)
+	}
+}
+
+func TestVerificationFailedDraftOrReport(t *testing.T) {
+	e := setup(t)
+	e.eng.failVerify = true
+	issue, _ := e.fake.AddIssue(owner, repoName, fakegithub.Issue{Title: "draft please", User: "writer"})
+	_, out := e.comment(issue, "writer", "/selfcode go")
+	j := e.wait(out["job_id"].(string))
+	if j.State != job.StateFailed || j.Outcome != job.OutcomeVerificationFailed {
+		t.Fatalf("job %s %s %q", j.State, j.Outcome, j.Error)
+	}
+	prs := e.fake.PullRequests(owner, repoName)
+	if len(prs) != 1 || !prs[0].Draft {
+		t.Fatalf("want one draft PR, got %+v", prs)
+	}
+	reacted := map[string]bool{}
+	for _, r := range e.fake.Reactions("issue_comment", j.Trigger.CommentID) {
+		reacted[r.Content] = true
+	}
+	if !reacted["confused"] || reacted["rocket"] {
+		t.Fatalf("reactions %v", reacted)
+	}
+	runs := e.fake.CheckRuns(owner, repoName)
+	if runs[len(runs)-1].Conclusion != "failure" {
+		t.Fatalf("check run %+v", runs[len(runs)-1])
+	}
+
+	// draft_on_failure: false → no PR, the failure report as a comment.
+	e.eng.mu.Lock()
+	e.eng.noDraftOnFail = true
+	e.eng.mu.Unlock()
+	issue2, _ := e.fake.AddIssue(owner, repoName, fakegithub.Issue{Title: "no draft", User: "writer"})
+	_, out = e.comment(issue2, "writer", "/selfcode go")
+	j = e.wait(out["job_id"].(string))
+	if j.Outcome != job.OutcomeVerificationFailed || len(e.fake.PullRequests(owner, repoName)) != 1 {
+		t.Fatalf("job %s, %d PRs", j.Outcome, len(e.fake.PullRequests(owner, repoName)))
+	}
+	found := false
+	for _, c := range e.fake.Comments(owner, repoName, issue2) {
+		if c.User == e.fake.BotLogin() && !strings.Contains(c.Body, "<!-- selfcode:job:") && strings.Contains(c.Body, "go test ./...") {
+			found = true
+		}
+	}
+	if !found {
+		t.Fatal("no failure report comment")
+	}
+}
+
+func TestCheckRunRerequestedRetriesTheJob(t *testing.T) {
+	e := setup(t)
+	issue, _ := e.fake.AddIssue(owner, repoName, fakegithub.Issue{Title: "rerun", User: "writer"})
+	_, out := e.comment(issue, "writer", "/selfcode go")
+	j := e.wait(out["job_id"].(string))
+	if j.State != job.StateSucceeded {
+		t.Fatalf("first run %s %q", j.State, j.Error)
+	}
+	p, err := fixtures.Payload("check_run.rerequested.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for k, v := range map[string]any{"check_run.name": "selfcode", "check_run.external_id": j.ID,
+		"repository.name": repoName, "repository.full_name": owner + "/" + repoName, "repository.owner.login": owner,
+		"sender.login": "writer", "installation.id": 1} {
+		p = fixtures.MustSet(p, k, v)
+	}
+	code, out := e.deliver("check_run", "rerun-1", p)
+	if code != http.StatusAccepted {
+		t.Fatalf("rerequested: %d %v", code, out)
+	}
+	e.wait(out["job_id"].(string))
+	deadline := time.Now().Add(30 * time.Second)
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		greet, _ := e.fake.FileAt(owner, repoName, fmt.Sprintf("selfcode/issue-%d", issue), "greet.go")
+		if strings.Contains(greet, "Hello, world (2)") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("Re-run did not run the job again\n%s", e.logs.String())
+		}
+		<-tick.C
+	}
+	if j = e.wait(j.ID); j.State != job.StateSucceeded || j.Outcome != job.OutcomePRUpdated {
+		t.Fatalf("re-run %s %s", j.State, j.Outcome)
+	}
+	if n := len(e.fake.PullRequests(owner, repoName)); n != 1 {
+		t.Fatalf("%d PRs after Re-run", n)
 	}
 }
