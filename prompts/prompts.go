@@ -1,0 +1,95 @@
+package prompts
+
+import (
+	"bytes"
+	"embed"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"text/template"
+)
+
+//go:embed *.tmpl
+var embedded embed.FS
+
+// Names of the prompts.
+const (
+	PlannerSystem  = "planner_system.tmpl"
+	PlannerUser    = "planner_user.tmpl"
+	PlanRetry      = "plan_retry.tmpl"
+	EditorSystem   = "editor_system.tmpl"
+	EditorUser     = "editor_user.tmpl"
+	FixerSystem    = "fixer_system.tmpl"
+	FixerUser      = "fixer_user.tmpl"
+	ReporterSystem = "reporter_system.tmpl"
+	ReporterUser   = "reporter_user.tmpl"
+	Nudge          = "nudge.tmpl"
+)
+
+// Options configures Load.
+type Options struct {
+	// Dir, when set, holds *.tmpl files that replace embedded prompts of the
+	// same name.
+	Dir string
+}
+
+// Set is a parsed set of prompts.
+type Set struct{ t *template.Template }
+
+// Load parses the embedded prompts and the overrides.
+func Load(o Options) (*Set, error) {
+	funcs := template.FuncMap{"data": Data, "join": strings.Join}
+	t := template.New("prompts").Funcs(funcs).Option("missingkey=error")
+	entries, err := embedded.ReadDir(".")
+	if err != nil {
+		return nil, err
+	}
+	for _, e := range entries {
+		b, err := embedded.ReadFile(e.Name())
+		if err != nil {
+			return nil, err
+		}
+		if _, err := t.New(e.Name()).Parse(string(b)); err != nil {
+			return nil, fmt.Errorf("parse embedded prompt %s: %w", e.Name(), err)
+		}
+	}
+	if o.Dir != "" {
+		files, err := filepath.Glob(filepath.Join(o.Dir, "*.tmpl"))
+		if err != nil {
+			return nil, err
+		}
+		for _, f := range files {
+			b, err := os.ReadFile(f)
+			if err != nil {
+				return nil, fmt.Errorf("read prompt override: %w", err)
+			}
+			name := filepath.Base(f)
+			if t.Lookup(name) == nil {
+				return nil, fmt.Errorf("prompt override %s: no embedded prompt has that name", f)
+			}
+			if _, err := t.New(name).Parse(string(b)); err != nil {
+				return nil, fmt.Errorf("parse prompt override %s: %w", f, err)
+			}
+		}
+	}
+	return &Set{t: t}, nil
+}
+
+// Render executes one prompt.
+func (s *Set) Render(name string, data any) (string, error) {
+	var b bytes.Buffer
+	if err := s.t.ExecuteTemplate(&b, name, data); err != nil {
+		return "", fmt.Errorf("render prompt %s: %w", name, err)
+	}
+	return strings.TrimSpace(b.String()), nil
+}
+
+// Data wraps untrusted text in delimiters that it cannot close: any
+// occurrence of the closing tag inside is defanged.
+func Data(kind, text string) string {
+	closing := "</data>"
+	text = strings.ReplaceAll(text, closing, "</ data>")
+	text = strings.ReplaceAll(text, "<data", "< data")
+	return fmt.Sprintf("<data kind=%q>\n%s\n%s", kind, text, closing)
+}
