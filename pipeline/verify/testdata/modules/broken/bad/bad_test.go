@@ -1,0 +1,5 @@
+package bad
+
+import "testing"
+
+func TestBad(t *testing.T) { _ = Bad() }

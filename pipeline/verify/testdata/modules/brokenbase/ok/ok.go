@@ -1,0 +1,3 @@
+package ok
+
+func OK() bool { return true }

@@ -1,0 +1,9 @@
+package ok
+
+import "testing"
+
+func TestOK(t *testing.T) {
+	if !OK() {
+		t.Fatal("not ok")
+	}
+}

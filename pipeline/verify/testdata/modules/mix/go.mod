@@ -1,0 +1,3 @@
+module example.com/mix
+
+go 1.22

@@ -1,0 +1,3 @@
+package nothing
+
+func Nothing() {}
