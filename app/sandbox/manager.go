@@ -1,0 +1,265 @@
+package sandbox
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/containerd/errdefs"
+	"github.com/docker/docker/api/types/container"
+	"github.com/docker/docker/api/types/filters"
+	"github.com/docker/docker/api/types/volume"
+	"github.com/docker/docker/client"
+)
+
+// Labels put on every container and work volume.
+const (
+	LabelInstance = "selfcode.instance" // Options.Instance
+	LabelJob      = "selfcode.job"      // Spec.JobID
+	LabelDeadline = "selfcode.deadline" // RFC 3339, UTC
+)
+
+// Manager starts job containers on one Docker engine and reaps leftovers.
+// It is safe for concurrent use.
+type Manager struct {
+	api  *client.Client
+	opts Options
+	log  *slog.Logger
+
+	// creating is read-held from ContainerCreate until the container is
+	// tracked, and write-held by a reap, so a reap never takes a container
+	// that is being started.
+	creating sync.RWMutex
+	startMu  sync.Mutex // serialises the startup reap
+
+	mu     sync.Mutex
+	live   map[string]*Container // by container ID
+	reaped bool                  // the startup reap has happened
+}
+
+// New connects to the engine named by the environment (DOCKER_HOST etc.),
+// logs what it supports, checks Options.Runtime, and reaps containers and
+// volumes a previous run of this instance left behind (and any past their
+// deadline). When the engine does not answer, New still returns a Manager and
+// logs a warning; the reap then happens before the first Start, and Ping
+// reports the engine's state for readiness checks.
+func New(ctx context.Context, opts Options) (*Manager, error) {
+	opts = opts.withDefaults()
+	if err := opts.validate(); err != nil {
+		return nil, err
+	}
+	api, err := client.NewClientWithOpts(client.FromEnv, client.WithAPIVersionNegotiation())
+	if err != nil {
+		return nil, fmt.Errorf("create docker client: %w", err)
+	}
+	m := &Manager{api: api, opts: opts, log: opts.Logger, live: map[string]*Container{}}
+	if err := m.startup(ctx); err != nil {
+		if !errors.Is(err, ErrEngineUnavailable) {
+			_ = api.Close()
+			return nil, err
+		}
+		m.log.Warn("docker engine not reachable; sandbox reap deferred to the first job", "err", err)
+	}
+	return m, nil
+}
+
+// startup describes the engine, validates the runtime and reaps once.
+func (m *Manager) startup(ctx context.Context) error {
+	m.mu.Lock()
+	done := m.reaped
+	m.mu.Unlock()
+	if done {
+		return nil
+	}
+	m.startMu.Lock()
+	defer m.startMu.Unlock()
+	m.mu.Lock()
+	done = m.reaped
+	m.mu.Unlock()
+	if done {
+		return nil
+	}
+	info, err := m.Describe(ctx)
+	if err != nil {
+		return err
+	}
+	m.log.Info("sandbox engine",
+		"server_version", info.ServerVersion, "api_version", info.APIVersion,
+		"cgroup_version", info.CgroupVersion, "cgroup_driver", info.CgroupDriver,
+		"runtimes", info.Runtimes, "default_runtime", info.DefaultRuntime, "runsc", info.Runsc,
+		"runtime", m.runtimeName(info))
+	if m.opts.Runtime != "" && !slices.Contains(info.Runtimes, m.opts.Runtime) {
+		return fmt.Errorf("%w: runtime %q not offered by the engine (it has %v)", ErrInvalid, m.opts.Runtime, info.Runtimes)
+	}
+	n, err := m.reap(ctx, true)
+	if err != nil {
+		return err
+	}
+	if n > 0 {
+		m.log.Info("sandbox reaped leftovers", "removed", n, "instance", m.opts.Instance)
+	}
+	m.mu.Lock()
+	m.reaped = true
+	m.mu.Unlock()
+	return nil
+}
+
+func (m *Manager) runtimeName(info EngineInfo) string {
+	if m.opts.Runtime != "" {
+		return m.opts.Runtime
+	}
+	return info.DefaultRuntime
+}
+
+// Close releases the engine connection. Containers still open are left to
+// their deadline and to the next startup's reap.
+func (m *Manager) Close() error {
+	return m.api.Close()
+}
+
+// Ping reports whether the Docker engine answers; use it for readiness.
+func (m *Manager) Ping(ctx context.Context) error {
+	if _, err := m.api.Ping(ctx); err != nil {
+		return fmt.Errorf("%w: ping: %w", ErrEngineUnavailable, err)
+	}
+	return nil
+}
+
+// EngineInfo is what the engine supports, for startup logs and diagnostics.
+type EngineInfo struct {
+	ServerVersion  string
+	APIVersion     string // negotiated with the engine
+	OS             string
+	KernelVersion  string
+	CgroupVersion  string // "1" or "2"
+	CgroupDriver   string
+	Runtimes       []string // sorted
+	DefaultRuntime string
+	Runsc          bool // gVisor's runsc is available
+	Security       []string
+	Warnings       []string // the engine's own warnings (docker info)
+}
+
+// Describe asks the engine what it supports.
+func (m *Manager) Describe(ctx context.Context) (EngineInfo, error) {
+	info, err := m.api.Info(ctx)
+	if err != nil {
+		return EngineInfo{}, fmt.Errorf("%w: info: %w", ErrEngineUnavailable, err)
+	}
+	e := EngineInfo{
+		ServerVersion:  info.ServerVersion,
+		APIVersion:     m.api.ClientVersion(),
+		OS:             info.OperatingSystem,
+		KernelVersion:  info.KernelVersion,
+		CgroupVersion:  info.CgroupVersion,
+		CgroupDriver:   info.CgroupDriver,
+		DefaultRuntime: info.DefaultRuntime,
+		Security:       info.SecurityOptions,
+		Warnings:       info.Warnings,
+	}
+	for name := range info.Runtimes {
+		e.Runtimes = append(e.Runtimes, name)
+	}
+	slices.Sort(e.Runtimes)
+	e.Runsc = slices.Contains(e.Runtimes, "runsc")
+	return e, nil
+}
+
+// Reap removes containers and work volumes labelled with this instance that
+// this Manager did not start (a crashed predecessor's), and those of any
+// instance whose deadline has passed. It returns how many it removed.
+func (m *Manager) Reap(ctx context.Context) (int, error) {
+	return m.reap(ctx, false)
+}
+
+func (m *Manager) reap(ctx context.Context, startup bool) (int, error) {
+	m.creating.Lock()
+	defer m.creating.Unlock()
+	now := time.Now()
+	stale := func(labels map[string]string, id string) bool {
+		m.mu.Lock()
+		_, mine := m.live[id]
+		m.mu.Unlock()
+		if mine {
+			return false
+		}
+		if labels[LabelInstance] == m.opts.Instance {
+			return true
+		}
+		d, err := time.Parse(time.RFC3339, labels[LabelDeadline])
+		return err == nil && now.After(d)
+	}
+	removed := 0
+	cs, err := m.api.ContainerList(ctx, container.ListOptions{
+		All:     true,
+		Filters: filters.NewArgs(filters.Arg("label", LabelInstance)),
+	})
+	if err != nil {
+		return 0, fmt.Errorf("%w: list containers: %w", ErrEngineUnavailable, err)
+	}
+	for _, c := range cs {
+		if !stale(c.Labels, c.ID) {
+			continue
+		}
+		err := m.api.ContainerRemove(ctx, c.ID, container.RemoveOptions{Force: true, RemoveVolumes: true})
+		if err != nil && !errdefs.IsNotFound(err) && !errdefs.IsConflict(err) {
+			return removed, fmt.Errorf("reap container %s: %w", c.ID, err)
+		}
+		removed++
+		m.log.Info("sandbox reaped container", "container", shortID(c.ID), "job_id", c.Labels[LabelJob], "startup", startup)
+	}
+	vs, err := m.api.VolumeList(ctx, volume.ListOptions{Filters: filters.NewArgs(filters.Arg("label", LabelInstance))})
+	if err != nil {
+		return removed, fmt.Errorf("%w: list volumes: %w", ErrEngineUnavailable, err)
+	}
+	for _, v := range vs.Volumes {
+		if v == nil || m.ownsVolume(v.Name) || !stale(v.Labels, "") {
+			continue
+		}
+		err := m.api.VolumeRemove(ctx, v.Name, false)
+		switch {
+		case err == nil:
+			removed++
+			m.log.Info("sandbox reaped volume", "volume", shortID(v.Name), "job_id", v.Labels[LabelJob], "startup", startup)
+		case errdefs.IsNotFound(err), errdefs.IsConflict(err):
+			// Gone already, or still in use by a container being removed.
+		default:
+			return removed, fmt.Errorf("reap volume %s: %w", v.Name, err)
+		}
+	}
+	return removed, nil
+}
+
+func (m *Manager) ownsVolume(name string) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for _, c := range m.live {
+		if c.volume == name {
+			return true
+		}
+	}
+	return false
+}
+
+func (m *Manager) track(c *Container) {
+	m.mu.Lock()
+	m.live[c.id] = c
+	m.mu.Unlock()
+}
+
+func (m *Manager) untrack(c *Container) {
+	m.mu.Lock()
+	delete(m.live, c.id)
+	m.mu.Unlock()
+}
+
+func shortID(id string) string {
+	if len(id) > 12 {
+		return id[:12]
+	}
+	return id
+}

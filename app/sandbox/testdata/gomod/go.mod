@@ -1,0 +1,3 @@
+module example.com/sandboxprobe
+
+go 1.22

@@ -1,0 +1,188 @@
+#!/usr/bin/env bash
+# build-offline.sh builds the selfcode sandbox image without any container
+# registry: a minimal Debian root filesystem from the machine's configured apt
+# mirror (debootstrap), the host's Go toolchain copied in, then `docker import`.
+#
+# Usage: deploy/sandbox/build-offline.sh [--force] [--image NAME:TAG]
+#
+# When the image already exists this is a fast no-op; --force rebuilds it.
+# Environment overrides:
+#   SELFCODE_SANDBOX_IMAGE   image name (default selfcode-sandbox:latest)
+#   SELFCODE_DEBIAN_MIRROR   Debian archive URL (default: read from apt's sources)
+#   SELFCODE_DEBIAN_SUITE    Debian suite (default: the host's codename)
+#   GOROOT                   Go toolchain to copy (default: `go env GOROOT`, /usr/local/go)
+set -euo pipefail
+
+image="${SELFCODE_SANDBOX_IMAGE:-selfcode-sandbox:latest}"
+force=0
+while [ $# -gt 0 ]; do
+	case "$1" in
+	--force) force=1 ;;
+	--image) shift; image="${1:?--image needs a value}" ;;
+	-h | --help) sed -n '2,14p' "$0"; exit 0 ;;
+	*) echo "build-offline.sh: unknown argument: $1" >&2; exit 2 ;;
+	esac
+	shift
+done
+
+sandbox_uid=10001
+sandbox_gid=10001
+packages="ca-certificates,git,make,gcc,libc6-dev"
+started=$(date +%s)
+
+say() { printf '[sandbox-image %3ss] %s\n' "$(($(date +%s) - started))" "$*"; }
+die() { printf 'build-offline.sh: %s\n' "$*" >&2; exit 1; }
+
+command -v docker >/dev/null 2>&1 || die "docker CLI not found"
+docker version --format '{{.Server.Version}}' >/dev/null 2>&1 || die "the Docker engine is not reachable"
+
+old_id=$(docker image inspect --format '{{.Id}}' "$image" 2>/dev/null || true)
+if [ "$force" = 0 ] && [ -n "$old_id" ]; then
+	say "$image already exists; nothing to do (use --force to rebuild)"
+	exit 0
+fi
+
+# Root is needed by debootstrap (device nodes, chroot, file ownership).
+sudo=""
+if [ "$(id -u)" != 0 ]; then
+	command -v sudo >/dev/null 2>&1 || die "run as root (debootstrap needs it)"
+	sudo="sudo"
+fi
+
+# --- Debian suite and mirror -------------------------------------------------
+suite="${SELFCODE_DEBIAN_SUITE:-}"
+if [ -z "$suite" ] && [ -r /etc/os-release ]; then
+	suite=$(. /etc/os-release && echo "${VERSION_CODENAME:-}")
+fi
+[ -n "$suite" ] || die "cannot tell the Debian suite; set SELFCODE_DEBIAN_SUITE"
+
+mirror="${SELFCODE_DEBIAN_MIRROR:-}"
+keyring=""
+mirror_source="SELFCODE_DEBIAN_MIRROR"
+if [ -z "$mirror" ]; then
+	# deb822 files: the first enabled "deb" stanza listing $suite and "main".
+	for f in /etc/apt/sources.list.d/*.sources; do
+		[ -r "$f" ] || continue
+		found=$(awk -v suite="$suite" '
+			function flush() {
+				if (types ~ /(^| )deb( |$)/ && (" " suites " ") ~ (" " suite " ") &&
+				    (" " comps " ") ~ / main / && enabled != "no" && uri != "") {
+					print uri "\t" signed; exit
+				}
+				types = ""; suites = ""; comps = ""; uri = ""; signed = ""; enabled = ""
+			}
+			/^[ \t]*#/ { next }
+			/^[ \t]*$/ { flush(); next }
+			{
+				key = tolower($1); sub(/:$/, "", key); $1 = ""; sub(/^ +/, "")
+				if (key == "types") types = $0
+				else if (key == "suites") suites = $0
+				else if (key == "components") comps = $0
+				else if (key == "uris") { split($0, u, " "); uri = u[1] }
+				else if (key == "signed-by") signed = $0
+				else if (key == "enabled") enabled = tolower($0)
+			}
+			END { flush() }' "$f")
+		if [ -n "$found" ]; then
+			mirror=${found%%$'\t'*}
+			keyring=${found#*$'\t'}
+			mirror_source="$f"
+			break
+		fi
+	done
+fi
+if [ -z "$mirror" ]; then
+	# One-line format: deb [options] URI suite components...
+	for f in /etc/apt/sources.list /etc/apt/sources.list.d/*.list; do
+		[ -r "$f" ] || continue
+		found=$(awk -v suite="$suite" '
+			$1 == "deb" {
+				i = 2
+				if ($i ~ /^\[/) { while ($i !~ /\]$/ && i < NF) i++; i++ }
+				if ($(i + 1) != suite) next
+				for (j = i + 2; j <= NF; j++) if ($j == "main") { print $i; exit }
+			}' "$f")
+		if [ -n "$found" ]; then
+			mirror="$found"
+			mirror_source="$f"
+			break
+		fi
+	done
+fi
+[ -n "$mirror" ] || die "no Debian mirror for '$suite' found in apt's sources; set SELFCODE_DEBIAN_MIRROR"
+case "$keyring" in /*) [ -r "$keyring" ] || keyring="" ;; *) keyring="" ;; esac
+
+# --- Go toolchain ------------------------------------------------------------
+goroot="${GOROOT:-}"
+if [ -z "$goroot" ]; then
+	if command -v go >/dev/null 2>&1; then
+		goroot=$(go env GOROOT)
+	else
+		goroot=/usr/local/go
+	fi
+fi
+[ -x "$goroot/bin/go" ] || die "no Go toolchain at $goroot (set GOROOT)"
+goversion=$("$goroot/bin/go" env GOVERSION)
+
+# --- debootstrap ---------------------------------------------------------------
+if ! command -v debootstrap >/dev/null 2>&1; then
+	say "installing debootstrap with apt-get"
+	$sudo apt-get update -qq
+	$sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq debootstrap >/dev/null
+fi
+
+work=$(mktemp -d "${TMPDIR:-/var/tmp}/selfcode-sandbox.XXXXXX")
+cleanup() { $sudo rm -rf --one-file-system "$work"; }
+trap cleanup EXIT
+rootfs="$work/rootfs"
+
+say "building $image: Debian $suite (minbase) from the mirror configured in $mirror_source, $goversion from $goroot"
+say "debootstrap: $packages (this takes a few minutes)"
+keyring_arg=()
+[ -n "$keyring" ] && keyring_arg=(--keyring="$keyring")
+# The mirror's address is not echoed: logs of this script may be kept.
+mirror_re=$(printf '%s' "$mirror" | sed 's/[][\.*^$|/]/\\&/g')
+$sudo debootstrap --variant=minbase --include="$packages" "${keyring_arg[@]}" \
+	"$suite" "$rootfs" "$mirror" 2>&1 | sed -u -e "s/$mirror_re/<apt mirror>/g" -e 's/^/    /'
+[ "${PIPESTATUS[0]}" = 0 ] || die "debootstrap failed"
+
+say "trimming caches, documentation and locales"
+$sudo rm -rf "$rootfs"/var/cache/apt/archives/*.deb "$rootfs"/var/lib/apt/lists/* \
+	"$rootfs"/usr/share/doc/* "$rootfs"/usr/share/man/* "$rootfs"/usr/share/info/* \
+	"$rootfs"/usr/share/locale/* "$rootfs"/var/log/*.log "$rootfs"/var/cache/debconf/*-old \
+	"$rootfs"/etc/resolv.conf "$rootfs"/etc/hostname
+
+say "copying the Go toolchain ($goversion)"
+$sudo mkdir -p "$rootfs/usr/local/go"
+tar -C "$goroot" --exclude=./test --exclude=./doc --exclude=./misc --exclude=./api -cf - . |
+	$sudo tar -C "$rootfs/usr/local/go" -xf -
+
+say "adding the sandbox user (uid $sandbox_uid) and /work"
+echo "sandbox:x:$sandbox_uid:$sandbox_gid:selfcode sandbox:/tmp:/bin/sh" | $sudo tee -a "$rootfs/etc/passwd" >/dev/null
+echo "sandbox:x:$sandbox_gid:" | $sudo tee -a "$rootfs/etc/group" >/dev/null
+$sudo mkdir -p "$rootfs/work"
+$sudo chown "$sandbox_uid:$sandbox_gid" "$rootfs/work"
+printf 'selfcode-sandbox\ndebian=%s\ngo=%s\nbuilt=%s\n' "$suite" "$goversion" "$(date -u +%Y-%m-%dT%H:%M:%SZ)" |
+	$sudo tee "$rootfs/etc/selfcode-sandbox-release" >/dev/null
+
+say "importing into Docker as $image"
+$sudo tar -C "$rootfs" --numeric-owner --exclude='./dev/*' --exclude='./proc/*' --exclude='./sys/*' -cf - . |
+	docker import \
+		--change 'ENV PATH=/usr/local/go/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin' \
+		--change 'ENV HOME=/tmp' \
+		--change 'ENV GOPATH=/tmp/go' \
+		--change 'ENV GOCACHE=/tmp/.cache/go-build' \
+		--change 'ENV GOTOOLCHAIN=local' \
+		--change "USER $sandbox_uid:$sandbox_gid" \
+		--change 'WORKDIR /work' \
+		--change 'CMD ["/bin/sh"]' \
+		--message "selfcode sandbox: Debian $suite minbase + $goversion" \
+		- "$image" >/dev/null
+
+new_id=$(docker image inspect --format '{{.Id}}' "$image")
+if [ -n "$old_id" ] && [ "$old_id" != "$new_id" ]; then
+	docker image rm "$old_id" >/dev/null 2>&1 && say "removed the previous image ${old_id#sha256:}" ||
+		say "previous image ${old_id#sha256:} is still in use; left in place"
+fi
+size=$(docker image inspect --format '{{.Size}}' "$image")
+say "done: $image ($((size / 1024 / 1024)) MiB)"
