@@ -30,12 +30,10 @@ type Metrics struct {
 	webhookDur prometheus.Histogram
 	jobDur     *prometheus.HistogramVec
 	jobsDone   *prometheus.CounterVec
-	// Counters other packages add to (pipeline edit results, verify
-	// classifications, tokens per phase).
-	Edits    *prometheus.CounterVec
-	Verify   *prometheus.CounterVec
-	Tokens   *prometheus.CounterVec
-	Requests *prometheus.CounterVec
+	// Pipeline counters: edit results, verify classifications, tokens per phase.
+	edits   *prometheus.CounterVec
+	classes *prometheus.CounterVec
+	tokens  *prometheus.CounterVec
 }
 
 // New registers every collector on a fresh registry.
@@ -56,20 +54,17 @@ func New(o Options) *Metrics {
 		jobsDone: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "selfcode_jobs_finished_total", Help: "Finished jobs by kind, state and outcome.",
 		}, []string{"kind", "state", "outcome"}),
-		Edits: prometheus.NewCounterVec(prometheus.CounterOpts{
+		edits: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "selfcode_edit_results_total", Help: "Model edit tool results (applied, no_match, not_unique, syntax_reverted, denied).",
 		}, []string{"tool", "result"}),
-		Verify: prometheus.NewCounterVec(prometheus.CounterOpts{
+		classes: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "selfcode_verify_classifications_total", Help: "Verification results against the baseline (pass, regression, preexisting, fixed).",
 		}, []string{"class"}),
-		Tokens: prometheus.NewCounterVec(prometheus.CounterOpts{
+		tokens: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "selfcode_model_tokens_total", Help: "Model tokens used by phase.",
 		}, []string{"phase"}),
-		Requests: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "selfcode_github_requests_total", Help: "GitHub API requests by method and status class.",
-		}, []string{"method", "status"}),
 	}
-	m.reg.MustRegister(m.deliveries, m.webhookDur, m.jobDur, m.jobsDone, m.Edits, m.Verify, m.Tokens, m.Requests,
+	m.reg.MustRegister(m.deliveries, m.webhookDur, m.jobDur, m.jobsDone, m.edits, m.classes, m.tokens,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	if o.Stats != nil {
 		m.reg.MustRegister(&storeCollector{src: o.Stats})
@@ -136,3 +131,12 @@ func (c *storeCollector) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(queueDesc, prometheus.GaugeValue, float64(st.Scheduled), "scheduled")
 	ch <- prometheus.MustNewConstMetric(leaseDesc, prometheus.GaugeValue, float64(st.Leased))
 }
+
+// Edit counts one model edit tool result (pipeline.Observer).
+func (m *Metrics) Edit(tool, result string) { m.edits.WithLabelValues(tool, result).Inc() }
+
+// Verify counts verification classifications (pipeline.Observer).
+func (m *Metrics) Verify(class string, n int) { m.classes.WithLabelValues(class).Add(float64(n)) }
+
+// Tokens counts model tokens by phase (pipeline.Observer).
+func (m *Metrics) Tokens(phase string, n int) { m.tokens.WithLabelValues(phase).Add(float64(n)) }

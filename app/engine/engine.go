@@ -1,0 +1,129 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/selfcode/selfcode/app/errs"
+	"github.com/selfcode/selfcode/app/job"
+	"github.com/selfcode/selfcode/app/runner"
+	"github.com/selfcode/selfcode/pipeline"
+	"github.com/selfcode/selfcode/pipeline/repoconfig"
+	"github.com/selfcode/selfcode/pipeline/verify"
+	"github.com/selfcode/selfcode/templates"
+)
+
+// Engine runs the pipeline for the job runner.
+type Engine struct {
+	Pipeline *pipeline.Pipeline
+}
+
+type progress struct{ t runner.Task }
+
+func (p progress) Stage(name, status, summary string) { p.t.Stage(name, status, summary) }
+func (p progress) Artifact(name string, data []byte)  { p.t.Artifact(name, data) }
+
+// Execute implements runner.Engine.
+func (e Engine) Execute(ctx context.Context, t runner.Task) (runner.Result, error) {
+	cfg := repoconfig.Default()
+	if t.RepoConfig != nil {
+		var err error
+		if cfg, err = repoconfig.Parse(t.RepoConfig); err != nil {
+			return runner.Result{}, errs.E(errs.KindPermanent, ".selfcode.yml on the default branch is invalid", err)
+		}
+	}
+	if !cfg.Enabled {
+		return runner.Result{Skip: "selfcode is disabled for this repository (`enabled: false` in .selfcode.yml)."}, nil
+	}
+	j := t.Job
+	in := pipeline.Input{
+		JobID: j.ID, Repository: j.Repo.FullName(), Issue: j.Issue, IssueTitle: j.IssueTitle, IssueBody: j.IssueBody,
+		Instructions: j.Instructions, PlanOnly: j.Kind == job.KindPlan, Dir: t.Dir, BaseSHA: t.BaseSHA,
+		Config: cfg, Progress: progress{t},
+	}
+	for _, c := range t.Comments {
+		in.Comments = append(in.Comments, pipeline.Comment{Author: c.Author, Body: c.Body})
+	}
+	out, err := e.Pipeline.Run(ctx, in)
+	if out == nil {
+		return runner.Result{}, err
+	}
+	res := runner.Result{Report: Report(out, cfg), Verified: out.Verified, DraftOnFailure: cfg.DraftOnFailure}
+	if out.Plan != nil && out.Plan.Summary != "" {
+		res.Title = firstLine(out.Plan.Summary, 72)
+	}
+	if err != nil {
+		return res, err
+	}
+	return res, nil
+}
+
+// Report turns pipeline output into the templates' report.
+func Report(out *pipeline.Output, cfg *repoconfig.Config) templates.Report {
+	rep := templates.Report{Summary: out.Summary, FixAttempts: out.FixAttempts, MaxFixAttempts: cfg.Limits.MaxFixAttempts,
+		Tokens: templates.TokenUsage{Total: out.Tokens, ByPhase: out.ByPhase}, Duration: out.Duration}
+	if out.Plan != nil {
+		p := &templates.Plan{Summary: out.Plan.Summary, Risks: out.Plan.Risks, Questions: out.Plan.Questions}
+		for _, st := range out.Plan.Steps {
+			ps := templates.PlanStep{ID: st.ID, Title: st.Title, Acceptance: st.Acceptance}
+			for _, f := range st.Files {
+				ps.Files = append(ps.Files, templates.PlanFile{Path: f.Path, Action: f.Action, Purpose: f.Purpose})
+			}
+			p.Steps = append(p.Steps, ps)
+		}
+		rep.Plan = p
+		if rep.Summary == "" {
+			rep.Summary = out.Plan.Summary
+		}
+	}
+	if n := len(out.Verify); n > 0 {
+		rep.Verification = rows(out.Verify[n-1].Run, out.Base)
+		for _, v := range out.Verify[:n-1] {
+			rep.Iterations = append(rep.Iterations, templates.Iteration{Number: v.Round + 1,
+				Summary: fmt.Sprintf("verification round %d", v.Round), Outcome: passFail(v.Run.Passed),
+				Verification: rows(v.Run, out.Base)})
+		}
+	}
+	var logs []string
+	if out.StopReason != "" {
+		logs = append(logs, "Stopped: "+out.StopReason)
+	}
+	if out.Comparison != nil && !out.Verified && len(out.Verify) > 0 {
+		logs = append(logs, verify.Summarize(*out.Comparison, out.Verify[len(out.Verify)-1].Run, verify.SummaryOptions{MaxTokens: 3000, WorkDir: "/work"}))
+	}
+	rep.Logs = strings.Join(logs, "\n\n")
+	return rep
+}
+
+func rows(head verify.Run, base *verify.Run) []templates.VerifyRow {
+	var out []templates.VerifyRow
+	for _, c := range head.Commands {
+		row := templates.VerifyRow{Name: c.Name, Command: c.Run, Passed: c.Passed, Duration: c.Duration, Output: c.Output}
+		if !c.Passed && base != nil {
+			for _, b := range base.Commands {
+				if b.Name == c.Name && !b.Passed {
+					row.Baseline = "also failed on the base commit"
+				}
+			}
+		}
+		out = append(out, row)
+	}
+	return out
+}
+
+func passFail(ok bool) string {
+	if ok {
+		return "passed"
+	}
+	return "failed"
+}
+
+func firstLine(s string, max int) string {
+	s = strings.TrimSpace(strings.SplitN(s, "\n", 2)[0])
+	if len(s) > max {
+		s = strings.TrimSpace(s[:max-1]) + "…"
+	}
+	return s
+}
+

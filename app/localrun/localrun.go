@@ -1,0 +1,179 @@
+package localrun
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/selfcode/selfcode/app/engine"
+	"github.com/selfcode/selfcode/app/errs"
+	"github.com/selfcode/selfcode/app/job"
+	"github.com/selfcode/selfcode/pipeline"
+	"github.com/selfcode/selfcode/pipeline/repoconfig"
+	"github.com/selfcode/selfcode/templates"
+)
+
+// Options configures Run.
+type Options struct {
+	RepoDir   string
+	Task      string
+	Base      string // branch or commit; default: the checked-out branch
+	Pipeline  *pipeline.Pipeline
+	Templates *templates.Renderer
+	Logger    *slog.Logger
+	Now       func() time.Time
+}
+
+// Result is what a local run produced.
+type Result struct {
+	Branch   string // "" when nothing changed
+	Report   string // Markdown, as a PR body would be
+	Verified bool
+	JobID    string
+}
+
+// Run does one local pipeline run.
+func Run(ctx context.Context, o Options) (*Result, error) {
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	if strings.TrimSpace(o.Task) == "" {
+		return nil, errs.E(errs.KindInvalid, "--task is empty", nil)
+	}
+	top, err := git(ctx, o.RepoDir, "rev-parse", "--show-toplevel")
+	if err != nil {
+		return nil, errs.E(errs.KindInvalid, fmt.Sprintf("--repo %s is not a git checkout", o.RepoDir), err)
+	}
+	base := o.Base
+	if base == "" {
+		base = "HEAD"
+	}
+	baseSHA, err := git(ctx, top, "rev-parse", "--verify", base+"^{commit}")
+	if err != nil {
+		return nil, errs.E(errs.KindInvalid, fmt.Sprintf("--base %s is not a commit of %s", base, top), err)
+	}
+	id := job.NewIDs().New(o.Now())
+	branch := "selfcode/local-" + id
+
+	scratch, err := os.MkdirTemp("", "selfcode-run-")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(scratch)
+	src := filepath.Join(scratch, "src")
+	if _, err := git(ctx, "", "clone", "--quiet", "--no-hardlinks", "--no-checkout", "--", top, src); err != nil {
+		return nil, fmt.Errorf("clone %s: %w", top, err)
+	}
+	if _, err := git(ctx, src, "checkout", "--quiet", "-b", branch, baseSHA); err != nil {
+		return nil, fmt.Errorf("check out %s: %w", baseSHA, err)
+	}
+	cfg := repoconfig.Default()
+	if b, err := os.ReadFile(filepath.Join(src, ".selfcode.yml")); err == nil {
+		if cfg, err = repoconfig.Parse(b); err != nil {
+			return nil, errs.E(errs.KindInvalid, ".selfcode.yml is invalid", err)
+		}
+	}
+	title := firstLine(o.Task)
+	out, runErr := o.Pipeline.Run(ctx, pipeline.Input{
+		JobID: id, Repository: filepath.Base(top), IssueTitle: title, IssueBody: o.Task, Instructions: o.Task,
+		Dir: src, BaseSHA: baseSHA, Config: cfg, Progress: logProgress{o.Logger},
+	})
+	if out == nil {
+		return nil, runErr
+	}
+	rep := engine.Report(out, cfg)
+	rep.JobID, rep.Repository, rep.IssueTitle, rep.Branch = id, filepath.Base(top), title, branch
+	rep.State, rep.Outcome = "succeeded", "no_change"
+	res := &Result{Verified: out.Verified && runErr == nil, JobID: id}
+	if runErr != nil {
+		rep.State, rep.Outcome, rep.Error = "failed", "error", runErr.Error()
+	}
+	if runErr == nil && len(out.Changed) > 0 {
+		if _, err := git(ctx, src, "add", "-A"); err != nil {
+			return nil, err
+		}
+		msg := "selfcode: " + title + "\n\n" + strings.TrimSpace(out.Summary) + "\n\nSelfcode-Job: " + id + "\n"
+		if _, err := gitEnv(ctx, src, []string{"GIT_AUTHOR_NAME=selfcode", "GIT_AUTHOR_EMAIL=selfcode@localhost",
+			"GIT_COMMITTER_NAME=selfcode", "GIT_COMMITTER_EMAIL=selfcode@localhost"}, "commit", "--quiet", "--no-verify", "-m", msg); err != nil {
+			return nil, fmt.Errorf("commit: %w", err)
+		}
+		if _, err := git(ctx, top, "fetch", "--quiet", "--", src, branch+":"+branch); err != nil {
+			return nil, fmt.Errorf("bring branch %s into %s: %w", branch, top, err)
+		}
+		res.Branch = branch
+		rep.Outcome = "pr_opened"
+		if !out.Verified {
+			rep.State, rep.Outcome, rep.Draft = "failed", "verification_failed", true
+		}
+		for _, f := range changedFiles(ctx, src, baseSHA) {
+			rep.FilesChanged = append(rep.FilesChanged, f)
+		}
+	}
+	body, err := o.Templates.PRBody(rep)
+	if err != nil {
+		return nil, fmt.Errorf("render report: %w", err)
+	}
+	res.Report = body
+	return res, runErr
+}
+
+func changedFiles(ctx context.Context, dir, base string) []templates.FileChange {
+	out, err := git(ctx, dir, "diff", "--numstat", base, "HEAD")
+	if err != nil {
+		return nil
+	}
+	var fs []templates.FileChange
+	for _, l := range strings.Split(out, "\n") {
+		f := strings.Fields(l)
+		if len(f) < 3 {
+			continue
+		}
+		var a, d int
+		fmt.Sscan(f[0], &a)
+		fmt.Sscan(f[1], &d)
+		fs = append(fs, templates.FileChange{Path: f[2], Action: "modified", Added: a, Deleted: d, Binary: f[0] == "-"})
+	}
+	return fs
+}
+
+type logProgress struct{ log *slog.Logger }
+
+func (p logProgress) Stage(name, status, summary string) {
+	p.log.Info("stage", "stage", name, "status", status, "summary", summary)
+}
+func (p logProgress) Artifact(name string, data []byte) {}
+
+func firstLine(s string) string {
+	s = strings.TrimSpace(strings.SplitN(strings.TrimSpace(s), "\n", 2)[0])
+	if len(s) > 72 {
+		s = s[:71] + "…"
+	}
+	return s
+}
+
+func git(ctx context.Context, dir string, args ...string) (string, error) {
+	return gitEnv(ctx, dir, nil, args...)
+}
+
+func gitEnv(ctx context.Context, dir string, env []string, args ...string) (string, error) {
+	cmd := exec.CommandContext(ctx, "git", args...)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "GIT_TERMINAL_PROMPT=0")
+	cmd.Env = append(cmd.Env, env...)
+	var out, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &stderr
+	if err := cmd.Run(); err != nil {
+		return "", fmt.Errorf("git %s: %w: %s", args[0], err, strings.TrimSpace(stderr.String()))
+	}
+	return strings.TrimSpace(out.String()), nil
+}
+

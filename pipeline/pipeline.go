@@ -1,0 +1,628 @@
+package pipeline
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/selfcode/selfcode/pipeline/chat"
+	"github.com/selfcode/selfcode/pipeline/repoconfig"
+	"github.com/selfcode/selfcode/pipeline/repomap"
+	"github.com/selfcode/selfcode/pipeline/tools"
+	"github.com/selfcode/selfcode/pipeline/verify"
+	"github.com/selfcode/selfcode/prompts"
+)
+
+// Sandbox starts the container a job's commands run in.
+type Sandbox interface {
+	Start(ctx context.Context, spec SandboxSpec) (Session, error)
+}
+
+// SandboxSpec describes a job's container.
+type SandboxSpec struct {
+	JobID        string
+	Image        string // empty: the server's default image
+	Deadline     time.Time
+	SetupNetwork bool
+}
+
+// Session is one job's running container.
+type Session interface {
+	// CopyTree copies the whole checkout in; CopyFiles only what changed.
+	CopyTree(ctx context.Context, dir string) error
+	CopyFiles(ctx context.Context, dir string, changed, deleted []string) error
+	// Setup runs a setup command (the only kind that may have network).
+	Setup(ctx context.Context, run string, timeout time.Duration) (verify.Outcome, error)
+	// DropNetwork removes the setup network before anything model-written
+	// is copied in.
+	DropNetwork(ctx context.Context) error
+	// Exec runs a verification command (never with network).
+	Exec(ctx context.Context, c verify.Command) (verify.Outcome, error)
+	Close(ctx context.Context) error
+}
+
+// Progress receives stage updates and artifacts (the publisher).
+type Progress interface {
+	Stage(name, status, summary string)
+	Artifact(name string, data []byte)
+}
+
+// Observer receives counters for /metrics; every method may be a no-op.
+type Observer interface {
+	Edit(tool, result string)
+	Verify(class string, n int)
+	Tokens(phase string, n int)
+}
+
+// Options configures a Pipeline.
+type Options struct {
+	Model    chat.Model
+	Sandbox  Sandbox
+	Prompts  *prompts.Set
+	Baseline *verify.Cache // may be nil: the baseline runs every time
+	Observer Observer      // may be nil
+	Logger   *slog.Logger
+	Now      func() time.Time
+	// PromptBudget bounds each edit call's messages, in characters (about
+	// four per token); older tool results are shortened to fit. Default 96k.
+	PromptBudget int
+	// RepoMapTokens is the repository map budget of the editor (the
+	// planner gets twice as much). Default 2000.
+	RepoMapTokens int
+	// MaxPlanAttempts bounds planner retries on invalid replies. Default 3.
+	MaxPlanAttempts int
+}
+
+// Pipeline runs jobs.
+type Pipeline struct{ o Options }
+
+// New builds a Pipeline.
+func New(o Options) (*Pipeline, error) {
+	if o.Model == nil || o.Prompts == nil {
+		return nil, errors.New("pipeline needs a model and prompts")
+	}
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	if o.PromptBudget <= 0 {
+		o.PromptBudget = 96_000
+	}
+	if o.RepoMapTokens <= 0 {
+		o.RepoMapTokens = 2000
+	}
+	if o.MaxPlanAttempts <= 0 {
+		o.MaxPlanAttempts = 3
+	}
+	return &Pipeline{o: o}, nil
+}
+
+// Comment is a human comment on the issue.
+type Comment struct {
+	Author string
+	Body   string
+}
+
+// Input is one job.
+type Input struct {
+	JobID        string
+	Repository   string
+	Issue        int
+	IssueTitle   string
+	IssueBody    string
+	Comments     []Comment
+	Instructions string
+	PlanOnly     bool
+	Dir          string // the checkout
+	BaseSHA      string
+	Config       *repoconfig.Config // from the default branch; nil: defaults
+	Progress     Progress
+	// Feedback is extra context for follow-ups (review comments, PR diff).
+	Feedback string
+}
+
+// Stop reasons.
+const (
+	StopMaxSteps = "max_steps reached before the model called finish"
+	StopTokens   = "token budget (limits.max_tokens) exhausted"
+	StopTimeout  = "job_timeout reached"
+)
+
+// Output is what a run produced.
+type Output struct {
+	Plan        *Plan
+	Summary     string
+	Verified    bool
+	Verify      []VerifyResult // one per verification round, last is final
+	Base        *verify.Run
+	Comparison  *verify.Comparison
+	FixAttempts int
+	Changed     []string
+	Tokens      int
+	ByPhase     map[string]int
+	Steps       int
+	StopReason  string
+	Transcript  []chat.Message
+	Duration    time.Duration
+}
+
+// VerifyResult is one verification round.
+type VerifyResult struct {
+	Round int        `json:"round"` // 0 after the edit, then fix rounds
+	Run   verify.Run `json:"run"`
+}
+
+type jobState struct {
+	p       *Pipeline
+	in      Input
+	cfg     *repoconfig.Config
+	model   *meter
+	tools   *tools.Tools
+	log     *slog.Logger
+	out     *Output
+	changed map[string]bool // every path an edit touched, to copy into the sandbox
+	trans   []chat.Message
+}
+
+// Run runs one job. Budget and step limits end it cleanly with the reason in
+// Output.StopReason; errors are infrastructure failures or cancellation.
+func (p *Pipeline) Run(ctx context.Context, in Input) (*Output, error) {
+	start := p.o.Now()
+	cfg := in.Config
+	if cfg == nil {
+		cfg = repoconfig.Default()
+	}
+	if cfg.Limits.JobTimeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, cfg.Limits.JobTimeout)
+		defer cancel()
+	}
+	out := &Output{}
+	var tokObs func(string, int)
+	if p.o.Observer != nil {
+		tokObs = p.o.Observer.Tokens
+	}
+	s := &jobState{p: p, in: in, cfg: cfg, out: out, changed: map[string]bool{},
+		model: newMeter(p.o.Model, cfg.Limits.MaxTokens, tokObs),
+		log:   p.o.Logger.With("job_id", in.JobID)}
+	var editObs func(tool, result string)
+	if p.o.Observer != nil {
+		editObs = p.o.Observer.Edit
+	}
+	var err error
+	s.tools, err = tools.New(tools.Options{Root: in.Dir, MaxFiles: cfg.Limits.MaxFiles, Observer: editObs,
+		Policy: s.policy(), Logger: s.log})
+	if err != nil {
+		return nil, fmt.Errorf("edit tools: %w", err)
+	}
+	err = s.run(ctx)
+	out.Tokens, out.ByPhase = s.model.snapshot()
+	out.Transcript = s.trans
+	out.Duration = p.o.Now().Sub(start)
+	out.Changed = s.tools.Changed()
+	if tr, jerr := json.MarshalIndent(redactTranscript(s.trans), "", "  "); jerr == nil && in.Progress != nil {
+		in.Progress.Artifact("transcript.json", tr)
+	}
+	if errors.Is(err, chat.ErrBudgetExhausted) {
+		out.StopReason = StopTokens
+		return out, nil
+	}
+	if err != nil && errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		out.StopReason = StopTimeout
+		return out, fmt.Errorf("%s: %w", StopTimeout, err)
+	}
+	return out, err
+}
+
+// policy is the model's path policy from .selfcode.yml; the always
+// off-limits paths are enforced by the tools themselves.
+func (s *jobState) policy() tools.Policy {
+	return tools.Policy{Allow: s.cfg.Paths.Allow, Deny: s.cfg.Paths.Deny, Protected: s.cfg.Paths.Protected}
+}
+
+func (s *jobState) stage(name, status, summary string) {
+	if s.in.Progress != nil {
+		s.in.Progress.Stage(name, status, summary)
+	}
+}
+
+func (s *jobState) artifact(name string, v any) {
+	if s.in.Progress == nil {
+		return
+	}
+	b, err := json.MarshalIndent(v, "", "  ")
+	if err == nil {
+		s.in.Progress.Artifact(name, b)
+	}
+}
+
+func (s *jobState) run(ctx context.Context) error {
+	// 1. Plan.
+	s.stage("plan", "running", "")
+	plan, err := s.plan(ctx)
+	if err != nil {
+		s.stage("plan", "fail", err.Error())
+		return err
+	}
+	s.out.Plan = plan
+	s.artifact("plan.json", plan)
+	s.stage("plan", "pass", plan.Summary)
+	if s.in.PlanOnly {
+		return nil
+	}
+
+	// 2. Sandbox and baseline, on the pristine checkout.
+	sess, cmds, err := s.prepare(ctx)
+	if err != nil {
+		s.stage("verify", "fail", err.Error())
+		return err
+	}
+	defer sess.Close(context.Background())
+
+	// 3. Edit.
+	s.stage("edit", "running", "")
+	summary, stop, err := s.edit(ctx, chat.RoleEditor, s.editorMessages(), s.cfg.Limits.MaxSteps)
+	if err != nil {
+		s.stage("edit", "fail", err.Error())
+		return err
+	}
+	s.out.Summary, s.out.StopReason = summary, stop
+	if len(s.tools.Changed()) == 0 {
+		s.stage("edit", "fail", "the model changed no file")
+		return nil
+	}
+	s.stage("edit", "pass", fmt.Sprintf("%d file(s) changed", len(s.tools.Changed())))
+
+	// 4. Verify, then fix until green or out of rounds.
+	for round := 0; ; round++ {
+		name := "verify"
+		if round > 0 {
+			name = "fix"
+		}
+		s.stage(name, "running", fmt.Sprintf("round %d", round))
+		head, err := s.verifyChanges(ctx, sess, cmds, round)
+		if err != nil {
+			s.stage(name, "fail", err.Error())
+			return err
+		}
+		cmp := verify.Compare(*s.out.Base, head)
+		s.out.Comparison = &cmp
+		s.out.Verified = cmp.Verified
+		if obs := s.p.o.Observer; obs != nil {
+			c := cmp.Counts
+			obs.Verify("pass", c.Pass)
+			obs.Verify("regression", c.Regression)
+			obs.Verify("preexisting", c.PreExisting)
+			obs.Verify("fixed", c.Fixed)
+		}
+		if cmp.Verified {
+			s.stage(name, "pass", verifySummary(head, cmp))
+			if round == 0 {
+				s.stage("fix", "skipped", "not needed")
+			}
+			return nil
+		}
+		s.stage(name, "fail", verifySummary(head, cmp))
+		if round >= s.cfg.Limits.MaxFixAttempts {
+			return nil
+		}
+		s.out.FixAttempts = round + 1
+		failure := verify.Summarize(cmp, head, verify.SummaryOptions{MaxTokens: 3000, WorkDir: "/work"})
+		msgs, err := s.fixerMessages(failure, round+1)
+		if err != nil {
+			return err
+		}
+		fsum, fstop, err := s.edit(ctx, chat.RoleFixer, msgs, s.cfg.Limits.MaxSteps)
+		if err != nil {
+			return err
+		}
+		if fsum != "" {
+			s.out.Summary = strings.TrimSpace(s.out.Summary + "\n\nFix round " + fmt.Sprint(round+1) + ": " + fsum)
+		}
+		if fstop != "" {
+			s.out.StopReason = fstop
+		}
+	}
+}
+
+func (s *jobState) plan(ctx context.Context) (*Plan, error) {
+	pr := s.p.o.Prompts
+	rmap, err := repomap.Build(ctx, repomap.Options{Root: s.in.Dir, Budget: 2 * s.p.o.RepoMapTokens,
+		Policy: s.policy(), Focus: focusWords(s.in)})
+	if err != nil {
+		return nil, fmt.Errorf("repository map: %w", err)
+	}
+	sys, err := pr.Render(prompts.PlannerSystem, map[string]any{"MaxFiles": s.cfg.Limits.MaxFiles})
+	if err != nil {
+		return nil, err
+	}
+	user, err := pr.Render(prompts.PlannerUser, s.promptData(rmap))
+	if err != nil {
+		return nil, err
+	}
+	msgs := []chat.Message{{Role: chat.System, Content: sys}, {Role: chat.User, Content: user}}
+	var lastErr error
+	for attempt := 1; attempt <= s.p.o.MaxPlanAttempts; attempt++ {
+		resp, err := s.model.Chat(ctx, chat.Request{Role: chat.RolePlanner, Messages: msgs,
+			Schema: &chat.Schema{Name: "plan", Schema: PlanSchema, Strict: true}})
+		if err != nil {
+			return nil, fmt.Errorf("planner: %w", err)
+		}
+		s.trans = append(s.trans, msgs[len(msgs)-1], resp.Message)
+		plan, perr := ParsePlan(resp.Message.Content)
+		if perr == nil {
+			return plan, nil
+		}
+		lastErr = perr
+		retry, err := pr.Render(prompts.PlanRetry, map[string]any{"Error": perr.Error()})
+		if err != nil {
+			return nil, err
+		}
+		msgs = append(msgs, chat.Message{Role: chat.Assistant, Content: resp.Message.Content}, chat.Message{Role: chat.User, Content: retry})
+	}
+	return nil, fmt.Errorf("planner gave no valid plan in %d attempts: %w", s.p.o.MaxPlanAttempts, lastErr)
+}
+
+func focusWords(in Input) []string {
+	var out []string
+	for _, w := range strings.FieldsFunc(in.IssueTitle+" "+in.Instructions, func(r rune) bool {
+		return !(r == '.' || r == '_' || r == '/' || r == '-' || (r >= '0' && r <= '9') || (r >= 'a' && r <= 'z') || (r >= 'A' && r <= 'Z'))
+	}) {
+		if len(w) >= 4 {
+			out = append(out, w)
+		}
+	}
+	return out
+}
+
+func (s *jobState) promptData(rmap string) map[string]any {
+	comments := make([]map[string]string, 0, len(s.in.Comments))
+	for _, c := range s.in.Comments {
+		comments = append(comments, map[string]string{"Author": c.Author, "Body": c.Body})
+	}
+	plan := ""
+	if s.out.Plan != nil {
+		plan = s.out.Plan.Text()
+	}
+	instr := s.in.Instructions
+	if s.in.Feedback != "" {
+		instr = strings.TrimSpace(instr + "\n\n" + s.in.Feedback)
+	}
+	return map[string]any{
+		"Repository": s.in.Repository, "Issue": s.in.Issue, "IssueTitle": s.in.IssueTitle, "IssueBody": s.in.IssueBody,
+		"Comments": comments, "Instructions": instr, "RepoInstructions": s.cfg.Instructions, "RepoMap": rmap,
+		"PlanText": plan, "MaxFiles": s.cfg.Limits.MaxFiles, "MaxSteps": s.cfg.Limits.MaxSteps,
+	}
+}
+
+func (s *jobState) editorMessages() []chat.Message {
+	pr := s.p.o.Prompts
+	rmap, err := repomap.Build(context.Background(), repomap.Options{Root: s.in.Dir, Budget: s.p.o.RepoMapTokens,
+		Policy: s.policy(), Focus: append(s.out.Plan.Files(), focusWords(s.in)...)})
+	if err != nil {
+		rmap = "(repository map unavailable: " + err.Error() + ")"
+	}
+	data := s.promptData(rmap)
+	sys, err1 := pr.Render(prompts.EditorSystem, data)
+	user, err2 := pr.Render(prompts.EditorUser, data)
+	if err := errors.Join(err1, err2); err != nil {
+		s.log.Error("render editor prompts", "err", err)
+	}
+	return []chat.Message{{Role: chat.System, Content: sys}, {Role: chat.User, Content: user}}
+}
+
+func (s *jobState) fixerMessages(failure string, round int) ([]chat.Message, error) {
+	pr := s.p.o.Prompts
+	data := s.promptData("")
+	data["Failure"], data["Round"], data["MaxRounds"] = failure, round, s.cfg.Limits.MaxFixAttempts
+	data["Changed"] = s.tools.Changed()
+	sys, err := pr.Render(prompts.FixerSystem, data)
+	if err != nil {
+		return nil, err
+	}
+	user, err := pr.Render(prompts.FixerUser, data)
+	if err != nil {
+		return nil, err
+	}
+	return []chat.Message{{Role: chat.System, Content: sys}, {Role: chat.User, Content: user}}, nil
+}
+
+// edit runs one tool-using conversation until the model calls finish, stops
+// calling tools, or runs out of steps. It returns the finish summary and a
+// stop reason when the conversation ended otherwise.
+func (s *jobState) edit(ctx context.Context, role chat.Role, msgs []chat.Message, maxSteps int) (string, string, error) {
+	defs := s.tools.Definitions()
+	nudged := false
+	steps := 0
+	for steps < maxSteps {
+		msgs = shorten(msgs, s.p.o.PromptBudget)
+		resp, err := s.model.Chat(ctx, chat.Request{Role: role, Messages: msgs, Tools: defs})
+		if err != nil {
+			return "", "", fmt.Errorf("%s: %w", role, err)
+		}
+		msg := resp.Message
+		msg.Role = chat.Assistant
+		msgs = append(msgs, msg)
+		s.trans = append(s.trans, msg)
+		if len(msg.ToolCalls) == 0 {
+			if nudged {
+				return strings.TrimSpace(msg.Content), "", nil
+			}
+			nudged = true
+			nudge, err := s.p.o.Prompts.Render(prompts.Nudge, nil)
+			if err != nil {
+				return "", "", err
+			}
+			msgs = append(msgs, chat.Message{Role: chat.User, Content: nudge})
+			continue
+		}
+		for _, tc := range msg.ToolCalls {
+			steps++
+			s.out.Steps++
+			res := s.tools.Call(ctx, tc)
+			for _, c := range res.Changed {
+				s.changed[c] = true
+			}
+			tm := chat.Message{Role: chat.ToolRole, ToolCallID: tc.ID, Name: tc.Name, Content: res.Output}
+			msgs = append(msgs, tm)
+			s.trans = append(s.trans, tm)
+			if res.Finished {
+				return res.Summary, "", nil
+			}
+			if steps >= maxSteps {
+				break
+			}
+		}
+	}
+	return "", StopMaxSteps, nil
+}
+
+// shorten keeps the conversation under budget characters by cutting the
+// oldest tool results first (the system and first user message stay whole).
+func shorten(msgs []chat.Message, budget int) []chat.Message {
+	size := 0
+	for _, m := range msgs {
+		size += len(m.Content) + 64
+		for _, tc := range m.ToolCalls {
+			size += len(tc.Arguments) + 32
+		}
+	}
+	for i := 2; i < len(msgs)-4 && size > budget; i++ {
+		if msgs[i].Role != chat.ToolRole || len(msgs[i].Content) <= 300 {
+			continue
+		}
+		before := len(msgs[i].Content)
+		msgs[i].Content = tools.Shorten(msgs[i].Content, 300)
+		size -= before - len(msgs[i].Content)
+	}
+	return msgs
+}
+
+// prepare starts the container on the pristine checkout, runs setup (the
+// only step that may have network), drops the network, and runs or loads
+// the baseline on the base commit.
+func (s *jobState) prepare(ctx context.Context) (Session, []verify.Command, error) {
+	if s.p.o.Sandbox == nil {
+		return nil, nil, errors.New("no sandbox: verification needs Docker")
+	}
+	var cmds []verify.Command
+	for _, c := range s.cfg.VerifyCommands(s.in.Dir) {
+		cmds = append(cmds, verify.Command{Name: c.Name, Run: c.Run, Timeout: c.Timeout})
+	}
+	if len(cmds) == 0 {
+		return nil, nil, errors.New("no verify commands configured or inferred (add verify to .selfcode.yml)")
+	}
+	deadline := time.Time{}
+	if d, ok := ctx.Deadline(); ok {
+		deadline = d
+	}
+	network := s.cfg.SetupNetwork && len(s.cfg.Setup) > 0
+	sess, err := s.p.o.Sandbox.Start(ctx, SandboxSpec{JobID: s.in.JobID, Image: s.cfg.Image, Deadline: deadline, SetupNetwork: network})
+	if err != nil {
+		return nil, nil, fmt.Errorf("start sandbox: %w", err)
+	}
+	ok := false
+	defer func() {
+		if !ok {
+			sess.Close(context.Background())
+		}
+	}()
+	if err := sess.CopyTree(ctx, s.in.Dir); err != nil {
+		return nil, nil, fmt.Errorf("copy checkout into sandbox: %w", err)
+	}
+	for _, run := range s.cfg.Setup {
+		res, err := sess.Setup(ctx, run, s.cfg.Limits.CommandTimeout)
+		if err != nil {
+			return nil, nil, fmt.Errorf("setup %q: %w", run, err)
+		}
+		if res.ExitCode != 0 || res.TimedOut {
+			return nil, nil, fmt.Errorf("setup %q failed (exit %d): %s", run, res.ExitCode, verify.Trim(res.Output, 20))
+		}
+	}
+	if network {
+		if err := sess.DropNetwork(ctx); err != nil {
+			return nil, nil, fmt.Errorf("drop setup network: %w", err)
+		}
+	}
+	if s.p.o.Baseline != nil && s.in.BaseSHA != "" {
+		if base, found, err := s.p.o.Baseline.Get(s.in.BaseSHA, s.cfg.Hash()); err == nil && found {
+			s.out.Base = &base
+		}
+	}
+	if s.out.Base == nil {
+		base, err := verify.Verify(ctx, sess, cmds)
+		if err != nil {
+			return nil, nil, fmt.Errorf("baseline verification: %w", err)
+		}
+		s.out.Base = &base
+		if s.p.o.Baseline != nil && s.in.BaseSHA != "" {
+			if err := s.p.o.Baseline.Put(s.in.BaseSHA, s.cfg.Hash(), base); err != nil {
+				s.log.Warn("store baseline", "err", err)
+			}
+		}
+	}
+	s.artifact("verify-base.json", s.out.Base)
+	ok = true
+	return sess, cmds, nil
+}
+
+func (s *jobState) verifyChanges(ctx context.Context, sess Session, cmds []verify.Command, round int) (verify.Run, error) {
+	var changed, deleted []string
+	for c := range s.changed {
+		if _, err := os.Lstat(filepath.Join(s.in.Dir, filepath.FromSlash(c))); err == nil {
+			changed = append(changed, c)
+		} else {
+			deleted = append(deleted, c)
+		}
+	}
+	sort.Strings(changed)
+	sort.Strings(deleted)
+	if err := sess.CopyFiles(ctx, s.in.Dir, changed, deleted); err != nil {
+		return verify.Run{}, fmt.Errorf("copy changes into sandbox: %w", err)
+	}
+	head, err := verify.Verify(ctx, sess, cmds)
+	if err != nil {
+		return verify.Run{}, fmt.Errorf("verification: %w", err)
+	}
+	s.out.Verify = append(s.out.Verify, VerifyResult{Round: round, Run: head})
+	s.artifact(fmt.Sprintf("verify-%d.json", round), head)
+	return head, nil
+}
+
+func verifySummary(head verify.Run, cmp verify.Comparison) string {
+	var parts []string
+	for _, c := range head.Commands {
+		mark := "pass"
+		if !c.Passed {
+			mark = "fail"
+		}
+		parts = append(parts, c.Name+" "+mark)
+	}
+	s := strings.Join(parts, ", ")
+	if cmp.Verified && len(cmp.PreExisting) > 0 {
+		s += fmt.Sprintf(" (%d failure(s) also on the base)", len(cmp.PreExisting))
+	}
+	return s
+}
+
+// redactTranscript keeps the transcript for the job's artifacts, with tool
+// outputs shortened (they can hold whole files).
+func redactTranscript(msgs []chat.Message) []chat.Message {
+	out := make([]chat.Message, len(msgs))
+	for i, m := range msgs {
+		if m.Role == chat.ToolRole {
+			m.Content = tools.Shorten(m.Content, 2000)
+		}
+		out[i] = m
+	}
+	return out
+}

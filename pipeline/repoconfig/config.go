@@ -1,0 +1,134 @@
+package repoconfig
+
+import (
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/hex"
+	"time"
+)
+
+// FileName is the repository configuration file, read from the checkout root.
+const FileName = ".selfcode.yml"
+
+// MaxInstructions is the longest instructions text accepted, in bytes; the
+// text goes into every prompt.
+const MaxInstructions = 16 * 1024
+
+// Config is a repository's .selfcode.yml with defaults applied.
+type Config struct {
+	// Image is the sandbox image; empty means the server default
+	// (SELFCODE_SANDBOX_IMAGE).
+	Image string `yaml:"image" json:"image"`
+	// Setup commands run once after checkout, before any verify command.
+	Setup []string `yaml:"setup" json:"setup"`
+	// SetupNetwork lets setup commands use the network; verify never may.
+	SetupNetwork bool `yaml:"setup_network" json:"setup_network"`
+	// Verify commands as configured; see VerifyCommands for the effective list.
+	Verify []Command `yaml:"verify" json:"verify"`
+	// Paths is the model's path policy.
+	Paths Paths `yaml:"paths" json:"paths"`
+	// Limits bound a job.
+	Limits Limits `yaml:"limits" json:"limits"`
+	// Enabled false makes jobs for the repository end canceled with a reply.
+	Enabled bool `yaml:"enabled" json:"enabled"`
+	// DraftOnFailure opens a draft pull request when verification fails.
+	DraftOnFailure bool `yaml:"draft_on_failure" json:"draft_on_failure"`
+	// Instructions is repository knowledge handed to the model.
+	Instructions string `yaml:"instructions" json:"instructions"`
+}
+
+// Command is one verify command.
+type Command struct {
+	Name string `yaml:"name" json:"name"`
+	Run  string `yaml:"run" json:"run"`
+	// Timeout is the command's own limit; zero means Limits.CommandTimeout
+	// (VerifyCommands fills it in).
+	Timeout time.Duration `yaml:"timeout" json:"timeout"`
+	// Inferred is true when the command was guessed from the tree rather
+	// than configured.
+	Inferred bool `yaml:"-" json:"inferred,omitempty"`
+}
+
+// Paths are doublestar globs relative to the checkout root.
+type Paths struct {
+	// Allow lists what the model may touch; default ["**"].
+	Allow []string `yaml:"allow" json:"allow"`
+	// Deny is never read or written by the model.
+	Deny []string `yaml:"deny" json:"deny"`
+	// Protected may be edited but never deleted.
+	Protected []string `yaml:"protected" json:"protected"`
+}
+
+// Limits bound one job.
+type Limits struct {
+	MaxFiles       int           `yaml:"max_files" json:"max_files"`
+	MaxFixAttempts int           `yaml:"max_fix_attempts" json:"max_fix_attempts"`
+	MaxSteps       int           `yaml:"max_steps" json:"max_steps"`
+	MaxTokens      int           `yaml:"max_tokens" json:"max_tokens"`
+	JobTimeout     time.Duration `yaml:"job_timeout" json:"job_timeout"`
+	CommandTimeout time.Duration `yaml:"command_timeout" json:"command_timeout"`
+	BlastRadius    int           `yaml:"blast_radius" json:"blast_radius"`
+}
+
+// Default returns the configuration used when the file is absent; every
+// key left out of a file takes its value from here.
+func Default() *Config {
+	return &Config{
+		SetupNetwork: true,
+		Paths:        Paths{Allow: []string{"**"}},
+		Limits: Limits{
+			MaxFiles:       10,
+			MaxFixAttempts: 3,
+			MaxSteps:       40,
+			MaxTokens:      400000,
+			JobTimeout:     45 * time.Minute,
+			CommandTimeout: 10 * time.Minute,
+			BlastRadius:    5,
+		},
+		Enabled:        true,
+		DraftOnFailure: true,
+	}
+}
+
+// Hash is a stable digest of everything that affects verification: image,
+// setup commands and their network access, verify commands and their
+// timeouts. It keys the baseline cache. Inferred commands are not part of
+// it: they are a function of the tree, which the commit in the cache key
+// already pins.
+func (c *Config) Hash() string {
+	h := sha256.New()
+	str := func(s string) {
+		var n [8]byte
+		binary.BigEndian.PutUint64(n[:], uint64(len(s)))
+		h.Write(n[:])
+		h.Write([]byte(s))
+	}
+	num := func(v int64) {
+		var n [8]byte
+		binary.BigEndian.PutUint64(n[:], uint64(v))
+		h.Write(n[:])
+	}
+	str("selfcode-verify-v1")
+	str(c.Image)
+	num(int64(len(c.Setup)))
+	for _, s := range c.Setup {
+		str(s)
+	}
+	if c.SetupNetwork {
+		num(1)
+	} else {
+		num(0)
+	}
+	num(int64(c.Limits.CommandTimeout))
+	num(int64(len(c.Verify)))
+	for _, v := range c.Verify {
+		to := v.Timeout
+		if to == 0 {
+			to = c.Limits.CommandTimeout
+		}
+		str(v.Name)
+		str(v.Run)
+		num(int64(to))
+	}
+	return hex.EncodeToString(h.Sum(nil))
+}

@@ -1,0 +1,4 @@
+package secret
+
+// APIKey must never reach the model.
+const APIKey = "k"

@@ -1,0 +1,4 @@
+package lib
+
+// Secret is vendored.
+const Secret = "hello from vendor"
