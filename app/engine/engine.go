@@ -126,4 +126,3 @@ func firstLine(s string, max int) string {
 	}
 	return s
 }
-

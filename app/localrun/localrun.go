@@ -176,4 +176,3 @@ func gitEnv(ctx context.Context, dir string, env []string, args ...string) (stri
 	}
 	return strings.TrimSpace(out.String()), nil
 }
-

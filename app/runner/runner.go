@@ -37,6 +37,18 @@ type Task struct {
 	Stage    func(name, status, summary string)
 	Artifact func(name string, data []byte)
 	Logger   *slog.Logger
+	// RepoConfig is .selfcode.yml as it is on the default branch (nil when
+	// absent), never the copy in a pull request's head.
+	RepoConfig []byte
+	// Comments are the human comments on the issue, oldest first, without
+	// bots and without selfcode commands.
+	Comments []Comment
+}
+
+// Comment is a human comment on the issue.
+type Comment struct {
+	Author string
+	Body   string
 }
 
 // Result is what the engine produced. Report carries everything the
@@ -278,8 +290,13 @@ func (x *run) work(ctx context.Context, client *gh.Client) (job.Outcome, error) 
 		_ = x.pub.Check(ctx, j.Publication.HeadSHA, "in_progress", "", "selfcode is working", "Planning and editing.")
 	}
 
+	repoCfg, err := git.ReadFileAt(ctx, ws, repo.DefaultBranch, ".selfcode.yml")
+	if err != nil && !errors.Is(err, gitops.ErrNotFound) {
+		return "", fmt.Errorf("read .selfcode.yml from %s: %w", repo.DefaultBranch, err)
+	}
 	res, err := x.r.o.Engine.Execute(ctx, Task{
 		Job: j, Dir: ws.Dir, BaseSHA: ws.BaseSHA, BaseRef: base, Logger: x.log,
+		RepoConfig: repoCfg, Comments: x.comments(ctx, client),
 		Stage: x.stage,
 		Artifact: func(name string, data []byte) {
 			if err := x.rt.PutArtifact(context.Background(), name, data); err != nil {
@@ -396,6 +413,24 @@ func (x *run) work(ctx context.Context, client *gh.Client) (job.Outcome, error) 
 	}
 	x.stage("publish", "pass", x.j.Publication.PRURL)
 	return outcome, nil
+}
+
+// comments lists the issue's human comments (not bots, not commands).
+func (x *run) comments(ctx context.Context, client *gh.Client) []Comment {
+	cs, err := client.ListIssueComments(ctx, x.j.Repo.Owner, x.j.Repo.Name, x.j.Issue)
+	if err != nil {
+		x.log.Warn("list issue comments", "err", err)
+		return nil
+	}
+	var out []Comment
+	for _, c := range cs {
+		body := strings.TrimSpace(c.Body)
+		if strings.HasSuffix(c.User, "[bot]") || c.UserType == "Bot" || strings.HasPrefix(body, x.r.o.CommandWord) || body == "" {
+			continue
+		}
+		out = append(out, Comment{Author: c.User, Body: body})
+	}
+	return out
 }
 
 func (x *run) mergeReport(r templates.Report) {

@@ -7,10 +7,13 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/selfcode/selfcode/app/config"
+	"github.com/selfcode/selfcode/app/engine"
 	"github.com/selfcode/selfcode/app/errs"
 	"github.com/selfcode/selfcode/app/metrics"
 	"github.com/selfcode/selfcode/app/server"
 	"github.com/selfcode/selfcode/app/store"
+	"github.com/selfcode/selfcode/app/wire"
+	"github.com/selfcode/selfcode/handlers"
 )
 
 type depsFunc = func(ctx context.Context, st *store.Store, m *metrics.Metrics, instance string) (server.Deps, error)
@@ -27,12 +30,23 @@ func productDeps(cfg *config.Config, log *slog.Logger) depsFunc {
 	}
 }
 
-// githubDeps wires the real GitHub App side.
+// githubDeps wires the real GitHub App side around the pipeline, with the
+// sandbox (which reaps what a crashed previous run left) and its readiness
+// check.
 func githubDeps(ctx context.Context, cfg *config.Config, log *slog.Logger, st *store.Store, m *metrics.Metrics, instance string) (server.Deps, error) {
 	if cfg.AppID == 0 {
 		return server.Deps{}, errs.E(errs.KindInvalid, "SELFCODE_APP_ID is required to serve (run `selfcode setup` to register the App)", nil)
 	}
-	return server.Deps{}, errs.E(errs.KindInvalid, "this build has no pipeline runner yet; see README", nil)
+	sb, ready, err := wire.Sandbox(ctx, cfg, instance, log)
+	if err != nil {
+		return server.Deps{}, err
+	}
+	p, err := wire.Pipeline(wire.PipelineOptions{Config: cfg, Logger: log, Metrics: m, Sandbox: sb})
+	if err != nil {
+		return server.Deps{}, err
+	}
+	return wire.GitHub(wire.Options{Config: cfg, Logger: log, Engine: engine.Engine{Pipeline: p},
+		Ready: []handlers.ReadyCheck{ready}})(ctx, st, m, instance)
 }
 
-func extraCommands() []*cobra.Command { return nil }
+func extraCommands() []*cobra.Command { return []*cobra.Command{runCmd(), demoCmd()} }

@@ -29,7 +29,7 @@ const (
 type Message struct {
 	Role       string     `json:"role"`
 	Content    string     `json:"content"`
-	ToolCalls  []ToolCall `json:"tool_calls,omitempty"`  // assistant messages
+	ToolCalls  []ToolCall `json:"tool_calls,omitempty"`   // assistant messages
 	ToolCallID string     `json:"tool_call_id,omitempty"` // tool messages
 	Name       string     `json:"name,omitempty"`         // tool messages: the tool's name
 }
