@@ -1,0 +1,148 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"syscall"
+
+	"github.com/spf13/cobra"
+
+	"github.com/selfcode/selfcode/app/config"
+	"github.com/selfcode/selfcode/app/demo"
+	"github.com/selfcode/selfcode/app/errs"
+	"github.com/selfcode/selfcode/app/localrun"
+	"github.com/selfcode/selfcode/app/wire"
+	"github.com/selfcode/selfcode/templates"
+)
+
+func runCmd() *cobra.Command {
+	c := &cobra.Command{
+		Use:   "run --repo DIR --task TEXT [--base BRANCH]",
+		Short: "Run the pipeline once on a local git checkout; the result is left on branch selfcode/local-<id>",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			repo, _ := cmd.Flags().GetString("repo")
+			task, _ := cmd.Flags().GetString("task")
+			base, _ := cmd.Flags().GetString("base")
+			if repo == "" || task == "" {
+				return &exitError{code: 2, err: errors.New("--repo and --task are required")}
+			}
+			cfg, err := loadConfig(cmd)
+			if err != nil {
+				return err
+			}
+			log := newLogger(cfg)
+			ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
+			defer stop()
+			if err := ensureImage(ctx, cfg, cmd.ErrOrStderr()); err != nil {
+				return &exitError{code: 1, err: err}
+			}
+			sb, _, err := wire.Sandbox(ctx, cfg, "local-"+fmt.Sprint(os.Getpid()), log)
+			if err != nil {
+				return &exitError{code: 1, err: err}
+			}
+			p, err := wire.Pipeline(wire.PipelineOptions{Config: cfg, Logger: log, Sandbox: sb})
+			if err != nil {
+				return &exitError{code: 1, err: err}
+			}
+			tm, err := templates.New(templates.Options{})
+			if err != nil {
+				return &exitError{code: 1, err: err}
+			}
+			res, err := localrun.Run(ctx, localrun.Options{RepoDir: repo, Task: task, Base: base, Pipeline: p, Templates: tm, Logger: log})
+			if res != nil {
+				fmt.Fprintln(cmd.OutOrStdout(), res.Report)
+				if res.Branch != "" {
+					fmt.Fprintf(cmd.ErrOrStderr(), "selfcode: result on branch %s\n", res.Branch)
+				}
+			}
+			switch {
+			case errs.Is(err, errs.KindInvalid):
+				return &exitError{code: 2, err: err}
+			case err != nil:
+				return &exitError{code: 1, err: err}
+			case !res.Verified:
+				return &exitError{code: 1, err: errors.New("the change is not verified")}
+			}
+			return nil
+		},
+	}
+	c.Flags().String("repo", "", "local git checkout")
+	c.Flags().String("task", "", "what to change")
+	c.Flags().String("base", "", "branch or commit to start from (default: the checked-out one)")
+	return c
+}
+
+func demoCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:   "demo",
+		Short: "The whole loop on this machine: simulated GitHub, real queue, sandbox and publishing",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			cfg, err := loadConfig(cmd)
+			if err != nil {
+				return err
+			}
+			ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
+			defer stop()
+			_, err = demo.Run(ctx, demo.Options{Out: cmd.OutOrStdout(), Config: cfg, UseConfiguredModel: modelConfigured(),
+				EnsureImage: func(ctx context.Context, out io.Writer) error { return ensureImage(ctx, cfg, out) }})
+			if err != nil {
+				return &exitError{code: 1, err: err}
+			}
+			return nil
+		},
+	}
+}
+
+// modelConfigured reports whether the environment names a model endpoint
+// or key; without one the demo replays its recorded transcript.
+func modelConfigured() bool {
+	for _, k := range []string{"SELFCODE_LLM_BASE_URL", "SELFCODE_LLM_API_KEY", "OPENAI_API_KEY"} {
+		if os.Getenv(k) != "" {
+			return true
+		}
+	}
+	return false
+}
+
+// ensureImage builds the sandbox image offline when it is missing, with the
+// build script's progress on out.
+func ensureImage(ctx context.Context, cfg *config.Config, out io.Writer) error {
+	if exec.CommandContext(ctx, "docker", "image", "inspect", cfg.SandboxImage).Run() == nil {
+		return nil
+	}
+	script := findScript()
+	if script == "" {
+		return fmt.Errorf("image %s is missing and deploy/sandbox/build-offline.sh was not found; run it from the selfcode checkout", cfg.SandboxImage)
+	}
+	fmt.Fprintf(out, "==> building %s offline with %s (first run only; a few minutes)\n", cfg.SandboxImage, script)
+	cmd := exec.CommandContext(ctx, script, "--image", cfg.SandboxImage)
+	cmd.Stdout, cmd.Stderr = out, out
+	if err := cmd.Run(); err != nil {
+		return fmt.Errorf("build %s: %w", cfg.SandboxImage, err)
+	}
+	return nil
+}
+
+func findScript() string {
+	dir, err := os.Getwd()
+	for err == nil {
+		p := filepath.Join(dir, "deploy", "sandbox", "build-offline.sh")
+		if _, serr := os.Stat(p); serr == nil {
+			return p
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			break
+		}
+		dir = parent
+	}
+	return ""
+}
