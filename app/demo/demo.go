@@ -206,12 +206,12 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		return res, errors.New("the job opened no pull request")
 	}
 	pr := prs[len(prs)-1]
-	res.PRTitle, res.PRBody, res.PRURL = pr.Title, pr.Body, pr.HTMLURL
+	res.PRTitle, res.PRBody, res.PRURL = pr.Title, pr.Body, fake.HTMLURL(fmt.Sprintf("%s/%s/pull/%d", Owner, Repo, pr.Number))
 	if d, err := srv.Store.Artifact(ctx, j.ID, "diff.patch"); err == nil {
 		res.Diff = string(d)
 	}
 	rule := strings.Repeat("─", 72)
-	fmt.Fprintf(o.Out, "\n%s\nPull request #%d: %s\n%s\n%s\n\n%s\nDiff\n%s\n%s\n", rule, pr.Number, pr.Title, pr.HTMLURL, rule, pr.Body, rule, rule, res.Diff)
+	fmt.Fprintf(o.Out, "\n%s\nPull request #%d: %s\n%s\n%s\n\n%s\n%s\nDiff\n%s\n%s\n", rule, pr.Number, pr.Title, res.PRURL, rule, pr.Body, rule, rule, res.Diff)
 	return res, nil
 }
 
