@@ -1,0 +1,69 @@
+// Package dockertest gives tests outside app/sandbox a real sandbox manager:
+// it skips the test when no Docker engine (or image) is there, except under
+// SELFCODE_REQUIRE_DOCKER=1 (CI), where that is a failure.
+package dockertest
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"testing"
+	"time"
+
+	"github.com/selfcode/selfcode/app/sandbox"
+)
+
+// Image is the sandbox image tests use.
+func Image() string {
+	if v := os.Getenv("SELFCODE_SANDBOX_IMAGE"); v != "" {
+		return v
+	}
+	return sandbox.DefaultImage
+}
+
+// Required reports whether Docker tests must run (CI).
+func Required() bool { return os.Getenv("SELFCODE_REQUIRE_DOCKER") == "1" }
+
+// Manager returns a sandbox manager with a per-test instance name, closed
+// (and its containers reaped) when the test ends.
+func Manager(t testing.TB) *sandbox.Manager {
+	t.Helper()
+	if err := exec.Command("docker", "image", "inspect", Image()).Run(); err != nil {
+		if Required() {
+			t.Fatalf("SELFCODE_REQUIRE_DOCKER=1 but the Docker engine or image %s is unavailable: %v", Image(), err)
+		}
+		t.Skipf("no Docker engine or image %s: %v", Image(), err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	m, err := sandbox.New(ctx, sandbox.Options{Instance: "test-" + sanitize(t.Name()), Image: Image()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := m.Ping(ctx); err != nil {
+		if Required() {
+			t.Fatalf("Docker engine: %v", err)
+		}
+		t.Skipf("Docker engine: %v", err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		m.Reap(ctx)
+		m.Close()
+	})
+	return m
+}
+
+func sanitize(s string) string {
+	b := []byte(s)
+	for i, c := range b {
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-') {
+			b[i] = '-'
+		}
+	}
+	if len(b) > 40 {
+		b = b[len(b)-40:]
+	}
+	return string(b)
+}
