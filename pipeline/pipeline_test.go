@@ -430,4 +430,3 @@ func TestBudgets(t *testing.T) {
 		}
 	})
 }
-
