@@ -50,9 +50,7 @@ func (e Engine) Execute(ctx context.Context, t runner.Task) (runner.Result, erro
 		return runner.Result{}, err
 	}
 	res := runner.Result{Report: Report(out, cfg), Verified: out.Verified, DraftOnFailure: cfg.DraftOnFailure}
-	if out.Plan != nil && out.Plan.Summary != "" {
-		res.Title = firstLine(out.Plan.Summary, 72)
-	}
+	res.Title = title(out, j)
 	if err != nil {
 		return res, err
 	}
@@ -100,9 +98,13 @@ func rows(head verify.Run, base *verify.Run) []templates.VerifyRow {
 	var out []templates.VerifyRow
 	for _, c := range head.Commands {
 		row := templates.VerifyRow{Name: c.Name, Command: c.Run, Passed: c.Passed, Duration: c.Duration, Output: c.Output}
-		if !c.Passed && base != nil {
+		if base != nil {
 			for _, b := range base.Commands {
-				if b.Name == c.Name && !b.Passed {
+				switch {
+				case b.Name != c.Name || b.Passed:
+				case c.Passed:
+					row.Baseline = "fixed: failed on the base commit"
+				default:
 					row.Baseline = "also failed on the base commit"
 				}
 			}
@@ -119,10 +121,17 @@ func passFail(ok bool) string {
 	return "failed"
 }
 
-func firstLine(s string, max int) string {
-	s = strings.TrimSpace(strings.SplitN(s, "\n", 2)[0])
-	if len(s) > max {
-		s = strings.TrimSpace(s[:max-1]) + "…"
+// title is the pull request title: the plan's summary when it is short,
+// else the issue's title.
+func title(out *pipeline.Output, j *job.Job) string {
+	if out.Plan != nil {
+		s := strings.TrimSpace(strings.SplitN(out.Plan.Summary, "\n", 2)[0])
+		if s != "" && len(s) <= 72 {
+			return s
+		}
 	}
-	return s
+	if t := strings.TrimSpace(j.IssueTitle); t != "" {
+		return "Fix #" + fmt.Sprint(j.Issue) + ": " + t
+	}
+	return ""
 }

@@ -305,6 +305,11 @@ func (x *run) work(ctx context.Context, client *gh.Client) (job.Outcome, error) 
 		},
 	})
 	x.mergeReport(res.Report)
+	if total := res.Report.Tokens.Total; total > 0 {
+		if _, uerr := x.rt.Update(context.Background(), func(jj *job.Job) error { jj.Tokens = total; return nil }); uerr != nil {
+			x.log.Warn("record tokens", "err", uerr)
+		}
+	}
 	if err != nil {
 		return "", err
 	}

@@ -1,0 +1,107 @@
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/selfcode/selfcode/app/fakeopenai"
+	"github.com/selfcode/selfcode/internal/dockertest"
+)
+
+// dockerEnv passes what the binary needs to reach the Docker engine.
+func dockerEnv() []string {
+	var env []string
+	for _, k := range []string{"DOCKER_HOST", "DOCKER_CONFIG", "DOCKER_CERT_PATH", "DOCKER_TLS_VERIFY", "SELFCODE_SANDBOX_IMAGE"} {
+		if v := os.Getenv(k); v != "" {
+			env = append(env, k+"="+v)
+		}
+	}
+	return env
+}
+
+func TestDemoRunsToTheEnd(t *testing.T) {
+	dockertest.Manager(t) // skips (or fails under CI) without Docker and the image
+	out, code := runCLI(t, append(dockerEnv(), "SELFCODE_DATA_DIR="+t.TempDir()), "demo")
+	if code != 0 {
+		t.Fatalf("selfcode demo exited %d:\n%s", code, out)
+	}
+	for _, want := range []string{
+		"replaying a recorded transcript",
+		"webhook accepted",
+		"succeeded (pr_opened)",
+		"Pull request #",
+		"Closes #",
+		`+	return "Hello, " + name + "!"`,
+	} {
+		if !strings.Contains(out, want) {
+			t.Fatalf("demo output lacks %q:\n%s", want, out)
+		}
+	}
+}
+
+func TestRunOnALocalCheckout(t *testing.T) {
+	dockertest.Manager(t)
+	repo := t.TempDir()
+	files := map[string]string{
+		"go.mod":        "module example.com/greeter\n\ngo 1.22\n",
+		"greet.go":      "package greeter\n\nfunc Greet(name string) string {\n\treturn \"Hello, \" + name + \".\"\n}\n",
+		"greet_test.go": "package greeter\n\nimport \"testing\"\n\nfunc TestGreet(t *testing.T) {\n\tif Greet(\"Ada\") != \"Hello, Ada!\" {\n\t\tt.Fail()\n\t}\n}\n",
+	}
+	for p, c := range files {
+		os.WriteFile(filepath.Join(repo, p), []byte(c), 0o644)
+	}
+	git := func(args ...string) string {
+		cmd := exec.Command("git", args...)
+		cmd.Dir = repo
+		cmd.Env = append(os.Environ(), "GIT_AUTHOR_NAME=t", "GIT_AUTHOR_EMAIL=t@x", "GIT_COMMITTER_NAME=t", "GIT_COMMITTER_EMAIL=t@x")
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("git %v: %v\n%s", args, err, out)
+		}
+		return strings.TrimSpace(string(out))
+	}
+	git("init", "-q", "-b", "main")
+	git("add", "-A")
+	git("commit", "-q", "-m", "base")
+
+	arg := func(v any) string { b, _ := json.Marshal(v); return string(b) }
+	fake, err := fakeopenai.New(fakeopenai.Options{Script: []fakeopenai.Step{
+		{Role: "planner", Content: `{"summary":"End the greeting with !","steps":[{"id":"1","title":"Fix","files":[{"path":"greet.go","action":"modify","purpose":"punctuation"}],"acceptance":["tests pass"]}],"risks":[],"questions":[]}`},
+		{Role: "editor", ToolCalls: []fakeopenai.ToolCall{{Name: "str_replace", Arguments: arg(map[string]string{"path": "greet.go", "old_str": `name + "."`, "new_str": `name + "!"`})}}},
+		{Role: "editor", ToolCalls: []fakeopenai.ToolCall{{Name: "finish", Arguments: arg(map[string]string{"summary": "Greet ends with !"})}}},
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fake.Close()
+	env := append(dockerEnv(), "SELFCODE_DATA_DIR="+t.TempDir(), "SELFCODE_LLM_BASE_URL="+fake.URL(), "SELFCODE_LLM_API_KEY=test",
+		"SELFCODE_LLM_MODEL_PLANNER=planner", "SELFCODE_LLM_MODEL_EDITOR=editor", "SELFCODE_LLM_MODEL_FIXER=fixer")
+	out, code := runCLI(t, env, "run", "--repo", repo, "--task", "Greet should end with an exclamation mark")
+	if code != 0 {
+		t.Fatalf("selfcode run exited %d:\n%s", code, out)
+	}
+	if !strings.Contains(out, "End the greeting with !") || !strings.Contains(out, "selfcode: result on branch selfcode/local-") {
+		t.Fatalf("report:\n%s", out)
+	}
+	branches := git("branch", "--list", "selfcode/local-*")
+	if branches == "" {
+		t.Fatal("no selfcode/local-* branch")
+	}
+	branch := strings.TrimSpace(strings.TrimPrefix(branches, "*"))
+	if got := git("show", branch+":greet.go"); !strings.Contains(got, `name + "!"`) {
+		t.Fatalf("branch content:\n%s", got)
+	}
+	if got := git("rev-parse", "--abbrev-ref", "HEAD"); got != "main" {
+		t.Fatalf("the user's checkout moved to %s", got)
+	}
+	if _, code := runCLI(t, env, "run", "--repo", repo); code != 2 {
+		t.Fatalf("missing --task: exit %d, want 2", code)
+	}
+	if _, code := runCLI(t, env, "run", "--repo", t.TempDir(), "--task", "x"); code != 2 {
+		t.Fatalf("not a git checkout: exit %d, want 2", code)
+	}
+}
