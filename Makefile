@@ -23,7 +23,7 @@ sandbox-image:
 		echo "Docker not reachable: sandbox tests will skip"; \
 	fi
 
-test: sandbox-image vet staticcheck
+test: sandbox-image chromium vet staticcheck
 	$(GO) test -count=1 -timeout 45m $(PKGS)
 
 test-short:
@@ -59,3 +59,20 @@ demo:
 
 clean:
 	rm -rf bin
+
+# Headless Chromium (Debian's package) for the dashboard's browser test
+# (handlers: TestDashboardInBrowser). Installed with apt-get when missing;
+# with CI or SELFCODE_REQUIRE_BROWSER=1 a browser that cannot be installed is
+# an error, otherwise the test skips.
+.PHONY: chromium
+chromium:
+	@if command -v chromium >/dev/null 2>&1 || command -v chromium-browser >/dev/null 2>&1; then \
+		:; \
+	elif command -v apt-get >/dev/null 2>&1; then \
+		sudo=""; [ "$$(id -u)" = 0 ] || sudo=sudo; \
+		$$sudo apt-get update && $$sudo apt-get install -y chromium; \
+	elif [ -n "$$CI" ] || [ "$$SELFCODE_REQUIRE_BROWSER" = "1" ]; then \
+		echo "Chromium is required (CI or SELFCODE_REQUIRE_BROWSER=1) but apt-get is not available" >&2; exit 1; \
+	else \
+		echo "Chromium not installed and no apt-get: the browser test will skip"; \
+	fi

@@ -2,13 +2,15 @@ package handlers
 
 import (
 	"context"
-	"html/template"
 	"log/slog"
 	"net/http"
 	"strconv"
+	"time"
 
 	"github.com/gin-gonic/gin"
+	bolt "go.etcd.io/bbolt"
 
+	"github.com/selfcode/selfcode/app/backup"
 	"github.com/selfcode/selfcode/app/errs"
 	"github.com/selfcode/selfcode/app/job"
 	"github.com/selfcode/selfcode/app/store"
@@ -27,12 +29,23 @@ type Canceler interface {
 	Cancel(ctx context.Context, id, reason string) (*job.Job, error)
 }
 
+// Snapshotter gives the backup endpoint the store's bbolt handle, whose read
+// transactions are consistent snapshots.
+type Snapshotter interface {
+	DB() *bolt.DB
+}
+
 // AdminOptions configures the admin listener.
 type AdminOptions struct {
 	Jobs     JobReader
 	Canceler Canceler
 	Metrics  http.Handler
 	Logger   *slog.Logger
+	// Backup serves GET /api/backup; when nil, Jobs is used if it is a
+	// Snapshotter (the store is), else the endpoint is absent.
+	Backup Snapshotter
+	// LivePoll is how often a job page's live log looks at the job; default 500ms.
+	LivePoll time.Duration
 }
 
 // NewAdmin builds the admin engine: /metrics, /api/jobs…, and the dashboard.
@@ -43,9 +56,16 @@ func NewAdmin(o AdminOptions) (*gin.Engine, error) {
 	if o.Logger == nil {
 		o.Logger = slog.Default()
 	}
+	if o.Backup == nil {
+		o.Backup, _ = o.Jobs.(Snapshotter)
+	}
+	dash, err := newDashboard(o)
+	if err != nil {
+		return nil, err
+	}
 	a := &admin{o: o}
 	r := gin.New()
-	r.Use(gin.Recovery())
+	r.Use(gin.Recovery(), sameOrigin())
 	if o.Metrics != nil {
 		r.GET("/metrics", gin.WrapH(o.Metrics))
 	}
@@ -53,7 +73,12 @@ func NewAdmin(o AdminOptions) (*gin.Engine, error) {
 	r.GET("/api/jobs/:id", a.get)
 	r.GET("/api/jobs/:id/artifacts/:name", a.artifact)
 	r.POST("/api/jobs/:id/cancel", a.cancel)
-	r.GET("/", a.dashboard)
+	if o.Backup != nil {
+		r.GET("/api/backup", a.backup)
+	}
+	if err := dash.routes(r); err != nil {
+		return nil, err
+	}
 	return r, nil
 }
 
@@ -132,25 +157,25 @@ func (a *admin) cancel(c *gin.Context) {
 	c.JSON(http.StatusOK, j)
 }
 
-var dashboardTmpl = template.Must(template.New("dash").Parse(`<!doctype html>
-<html><head><meta charset="utf-8"><title>selfcode jobs</title>
-<style>body{font-family:system-ui,sans-serif;margin:2em}table{border-collapse:collapse}td,th{padding:.3em .8em;border-bottom:1px solid #ddd;text-align:left}</style>
-</head><body><h1>selfcode jobs</h1>
-<table><thead><tr><th>id</th><th>state</th><th>outcome</th><th>repository</th><th>issue</th><th>created</th><th>tokens</th></tr></thead><tbody>
-{{range .}}<tr><td><a href="/api/jobs/{{.ID}}">{{.ID}}</a></td><td>{{.State}}</td><td>{{.Outcome}}</td><td>{{.Repository}}</td>
-<td>{{if .IssueURL}}<a href="{{.IssueURL}}">#{{.Issue}}</a>{{else}}#{{.Issue}}{{end}}</td><td>{{.CreatedAt.Format "2006-01-02 15:04:05"}}</td><td>{{.Tokens}}</td></tr>
-{{else}}<tr><td colspan="7">no jobs yet</td></tr>{{end}}
-</tbody></table></body></html>`))
-
-func (a *admin) dashboard(c *gin.Context) {
-	jobs, _, err := a.o.Jobs.List(c.Request.Context(), store.ListOptions{Limit: 100})
+// backup streams a consistent copy of the store (one bbolt read transaction)
+// while the server keeps writing; `selfcode backup FILE` saves it.
+func (a *admin) backup(c *gin.Context) {
+	c.Header("Content-Type", "application/octet-stream")
+	c.Header("Content-Disposition", `attachment; filename="selfcode.db"`)
+	c.Header("Cache-Control", "no-store")
+	n, err := backup.Write(c.Request.Context(), a.o.Backup.DB(), c.Writer, func(size int64) {
+		c.Header("Content-Length", strconv.FormatInt(size, 10))
+		c.Status(http.StatusOK)
+	})
 	if err != nil {
-		apiError(c, err)
+		if n == 0 && !c.Writer.Written() {
+			c.Writer.Header().Del("Content-Length")
+			c.Writer.Header().Del("Content-Disposition")
+			apiError(c, err)
+			return
+		}
+		a.o.Logger.Error("backup stream interrupted", "bytes", n, "err", err)
 		return
 	}
-	c.Status(http.StatusOK)
-	c.Header("Content-Type", "text/html; charset=utf-8")
-	if err := dashboardTmpl.Execute(c.Writer, jobs); err != nil {
-		a.o.Logger.Error("render dashboard", "err", err)
-	}
+	a.o.Logger.Info("backup streamed through the admin API", "bytes", n)
 }

@@ -19,6 +19,9 @@ func (s *Server) buildRoutes() []route {
 		r(post, "app/installations/{id}/access_tokens", authJWT, s.createAccessToken),
 		r(get, "repos/{owner}/{repo}/installation", authJWT, s.getRepoInstallation),
 		r(post, "app-manifests/{code}/conversions", authNone, s.convertManifest),
+		// GitHub's web form of the manifest flow (handlers_manifest_form.go).
+		r(post, "settings/apps/new", authNone, s.newAppFromManifest),
+		r(post, "organizations/{org}/settings/apps/new", authNone, s.newAppFromManifest),
 		r(get, "users/{login}", authNone, s.getUser),
 
 		// Repository endpoints (installation token).

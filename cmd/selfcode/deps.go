@@ -49,4 +49,6 @@ func githubDeps(ctx context.Context, cfg *config.Config, log *slog.Logger, st *s
 		Ready: []handlers.ReadyCheck{ready}})(ctx, st, m, instance)
 }
 
-func extraCommands() []*cobra.Command { return []*cobra.Command{runCmd(), demoCmd()} }
+func extraCommands() []*cobra.Command {
+	return []*cobra.Command{runCmd(), demoCmd(), setupCmd(), backupCmd(), configCmd()}
+}
