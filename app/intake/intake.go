@@ -88,7 +88,7 @@ func (r *Router) Route(event string, payload []byte) (Decision, error) {
 	}
 	switch event {
 	case "ping", "issue_comment", "pull_request_review_comment", "pull_request_review",
-		"issues", "installation", "installation_repositories", "check_run":
+		"issues", "installation", "installation_repositories", "check_run", "pull_request":
 	default:
 		if !json.Valid(payload) {
 			return invalid("payload is not valid JSON")
@@ -123,6 +123,8 @@ func (r *Router) Route(event string, payload []byte) (Decision, error) {
 		d, err = r.review(ev)
 	case *github.IssuesEvent:
 		d, err = r.issues(ev)
+	case *github.PullRequestEvent:
+		d, err = r.pullRequest(ev)
 	case *github.InstallationEvent:
 		d, err = r.installation(ev)
 	case *github.InstallationRepositoriesEvent:
@@ -172,12 +174,18 @@ func isBot(u *github.User) bool {
 	return u != nil && (u.GetType() == "Bot" || strings.HasSuffix(u.GetLogin(), "[bot]"))
 }
 
-// commandJob builds the submission for a parsed command.
-func (r *Router) commandJob(cmd command.Command, base job.Job) (Decision, error) {
+// commandJob builds the submission for a parsed command. A command that
+// would run the pipeline on a closed pull request becomes a reply instead.
+func (r *Router) commandJob(cmd command.Command, base job.Job, closed bool) (Decision, error) {
 	base.Instructions = cmd.Instructions
 	base.Trigger.Command = string(cmd.Verb)
 	base.Trigger.ReceivedAt = r.o.Now().UTC()
 	j := base
+	if closed && base.IsPR && (cmd.Verb == command.VerbRun || cmd.Verb == command.VerbPlan) {
+		j.Kind = job.KindControl
+		j.Trigger.Command = "closed"
+		return Decision{Submission: store.Submission{Action: store.ActionControl, Job: &j}}, nil
+	}
 	switch cmd.Verb {
 	case command.VerbRun:
 		j.Kind = job.KindRun
@@ -223,7 +231,7 @@ func (r *Router) issueComment(ev *github.IssueCommentEvent) (Decision, error) {
 		InstallationID: ev.GetInstallation().GetID(),
 		Trigger: job.Trigger{Source: job.SourceIssueComment, Sender: sender.GetLogin(), SenderType: sender.GetType(),
 			CommentID: ev.GetComment().GetID(), CommentURL: ev.GetComment().GetHTMLURL()},
-	})
+	}, is.GetState() == "closed")
 }
 
 func (r *Router) reviewComment(ev *github.PullRequestReviewCommentEvent) (Decision, error) {
@@ -256,7 +264,7 @@ func (r *Router) reviewComment(ev *github.PullRequestReviewCommentEvent) (Decisi
 		Trigger: job.Trigger{Source: job.SourceReviewComment, Sender: sender.GetLogin(), SenderType: sender.GetType(),
 			CommentID: c.GetID(), CommentURL: c.GetHTMLURL(), ReviewID: c.GetPullRequestReviewID(),
 			Path: c.GetPath(), Line: c.GetLine(), StartLine: c.GetStartLine(), DiffHunk: c.GetDiffHunk()},
-	})
+	}, pr.GetState() == "closed")
 }
 
 func (r *Router) review(ev *github.PullRequestReviewEvent) (Decision, error) {
@@ -284,7 +292,7 @@ func (r *Router) review(ev *github.PullRequestReviewEvent) (Decision, error) {
 		InstallationID: ev.GetInstallation().GetID(),
 		Trigger: job.Trigger{Source: job.SourceReview, Sender: ev.GetSender().GetLogin(), SenderType: ev.GetSender().GetType(),
 			ReviewID: ev.GetReview().GetID(), CommentURL: ev.GetReview().GetHTMLURL()},
-	})
+	}, pr.GetState() == "closed")
 }
 
 func (r *Router) issues(ev *github.IssuesEvent) (Decision, error) {
@@ -331,6 +339,26 @@ func (r *Router) issues(ev *github.IssuesEvent) (Decision, error) {
 		j.ScheduledFor = r.o.NextWindow(now).UTC()
 	}
 	return Decision{Submission: store.Submission{Action: store.ActionEnqueue, Job: &j}}, nil
+}
+
+// pullRequest cancels a closed or merged pull request's jobs.
+func (r *Router) pullRequest(ev *github.PullRequestEvent) (Decision, error) {
+	if ev.GetAction() != "closed" {
+		return ignore(fmt.Sprintf("pull_request %s does not trigger", ev.GetAction()))
+	}
+	if ev.PullRequest == nil || ev.GetPullRequest().GetNumber() == 0 {
+		return invalid("pull_request payload has no pull_request")
+	}
+	rp, err := repoOf(ev.Repo)
+	if err != nil {
+		return Decision{}, err
+	}
+	how := "closed"
+	if ev.GetPullRequest().GetMerged() {
+		how = "merged"
+	}
+	return Decision{Submission: store.Submission{Action: store.ActionCancelIssue,
+		Key: job.IssueKey(rp.FullName(), ev.GetPullRequest().GetNumber()), Reason: "the pull request was " + how}}, nil
 }
 
 func (r *Router) installation(ev *github.InstallationEvent) (Decision, error) {

@@ -31,7 +31,8 @@ func payload(t *testing.T, name string, sets ...any) []byte {
 
 // Every published fixture routes to what the contract says for it.
 func TestPublishedFixtures(t *testing.T) {
-	want := map[string]store.Action{} // default: ignore
+	// Default: ignore. A closed pull request cancels its jobs (none here).
+	want := map[string]store.Action{"pull_request.closed.json": store.ActionCancelIssue}
 	names, err := fixtures.Payloads()
 	if err != nil {
 		t.Fatal(err)

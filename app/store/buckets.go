@@ -15,6 +15,7 @@ package store
 //	artifacts     job id ‖ 0x00 ‖ name                          → bytes
 //	notices       "owner/name#N" ‖ 0x00 ‖ kind                  → 8-byte unix nanos (one-per-issue replies already sent)
 //	installations installation id (decimal)                     → installation record as JSON
+//	consumed      "comment:<id>" | "review:<id>"                → job id (feedback already turned into a job)
 //	counts        state name                                    → 8-byte big-endian count of jobs in that state
 //	meta          "schema" → schema version; "instance" → this data directory's instance name
 var (
@@ -30,13 +31,14 @@ var (
 	bucketArtifacts     = []byte("artifacts")
 	bucketNotices       = []byte("notices")
 	bucketInstallations = []byte("installations")
+	bucketConsumed      = []byte("consumed")
 	bucketCounts        = []byte("counts")
 	bucketMeta          = []byte("meta")
 
 	allBuckets = [][]byte{
 		bucketJobs, bucketQueue, bucketControl, bucketLeases, bucketScheduled,
 		bucketDeliveries, bucketDeliveryAge, bucketActive, bucketLast, bucketArtifacts,
-		bucketNotices, bucketInstallations, bucketCounts, bucketMeta,
+		bucketNotices, bucketInstallations, bucketConsumed, bucketCounts, bucketMeta,
 	}
 )
 

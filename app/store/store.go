@@ -44,9 +44,27 @@ type Store struct {
 	now func() time.Time
 	ids *job.IDs
 
-	mu     sync.Mutex
-	wake   chan struct{} // closed and replaced whenever a job becomes runnable
-	closed bool
+	mu       sync.Mutex
+	wake     chan struct{} // closed and replaced whenever a job becomes runnable
+	closed   bool
+	onCancel func(id string)
+}
+
+// OnCancel registers who interrupts a running job when a delivery cancels it
+// (the worker pool).
+func (s *Store) OnCancel(fn func(id string)) {
+	s.mu.Lock()
+	s.onCancel = fn
+	s.mu.Unlock()
+}
+
+func (s *Store) interrupt(id string) {
+	s.mu.Lock()
+	fn := s.onCancel
+	s.mu.Unlock()
+	if fn != nil {
+		fn(id)
+	}
 }
 
 // ErrNotFound is returned when a job does not exist.

@@ -439,3 +439,35 @@ func TestArtifactsAndNotices(t *testing.T) {
 		t.Fatalf("notice first=%v second=%v", first, second)
 	}
 }
+
+func TestFeedbackConsumedOnce(t *testing.T) {
+	s, _, _ := open(t)
+	j := runJob(1, "use fmt.Sprintf")
+	j.Trigger.CommentID = 77
+	first := submit(t, s, "d1", j)
+	// A different delivery of the same comment (not a redelivery) starts nothing.
+	again := submit(t, s, "d2", j)
+	if first.JobID == "" || again.JobID != "" || again.Ignored == "" {
+		t.Fatalf("first %+v again %+v", first, again)
+	}
+}
+
+func TestCancelIssueInterruptsRunningJob(t *testing.T) {
+	ctx := context.Background()
+	s, _, _ := open(t)
+	var interrupted []string
+	s.OnCancel(func(id string) { interrupted = append(interrupted, id) })
+	a := submit(t, s, "d1", runJob(2, "a"))
+	take(t, s, LanePipeline)
+	b := submit(t, s, "d2", runJob(2, "b"))
+	rc, err := s.Submit(ctx, Submission{DeliveryID: "d3", Action: ActionCancelIssue, Key: job.IssueKey("codertocat/hello-world", 2), Reason: "the pull request was closed"})
+	if err != nil || rc.Status != "canceled" {
+		t.Fatalf("receipt %+v %v", rc, err)
+	}
+	if len(interrupted) != 1 || interrupted[0] != a.JobID {
+		t.Fatalf("interrupted %v, want the running job %s", interrupted, a.JobID)
+	}
+	if j := mustGet(t, s, b.JobID); j.State != job.StateCanceled {
+		t.Fatalf("waiting job %s", j.State)
+	}
+}

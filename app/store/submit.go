@@ -25,6 +25,9 @@ const (
 	ActionControl
 	// ActionCancelOvernight cancels the issue's overnight job that has not started.
 	ActionCancelOvernight
+	// ActionCancelIssue cancels every waiting and running pipeline job of an
+	// issue or pull request (a pull request was closed or merged).
+	ActionCancelIssue
 )
 
 // Submission is one delivery's effect, applied atomically with the record of
@@ -75,8 +78,9 @@ func (s *Store) Submit(ctx context.Context, sub Submission) (Receipt, error) {
 	}
 	var rc Receipt
 	runnable := false
+	var interrupt []string
 	err := s.batch(func(tx *bolt.Tx) error {
-		rc, runnable = Receipt{}, false
+		rc, runnable, interrupt = Receipt{}, false, nil
 		deliveries := tx.Bucket(bucketDeliveries)
 		if sub.DeliveryID != "" {
 			if v := deliveries.Get([]byte(sub.DeliveryID)); v != nil {
@@ -93,7 +97,14 @@ func (s *Store) Submit(ctx context.Context, sub Submission) (Receipt, error) {
 		case ActionEnqueue:
 			j := tmpl
 			j.Trigger.DeliveryID = sub.DeliveryID
+			if prev := consumedBy(tx, &j); prev != "" {
+				rc = Receipt{Ignored: "this feedback was already turned into job " + prev}
+				break
+			}
 			rc, err = enqueue(tx, &j, now)
+			if err == nil {
+				err = consume(tx, &j)
+			}
 			runnable = rc.Status == string(job.StateQueued)
 		case ActionControl:
 			j := tmpl
@@ -111,6 +122,10 @@ func (s *Store) Submit(ctx context.Context, sub Submission) (Receipt, error) {
 			runnable = true
 		case ActionCancelOvernight:
 			rc, err = cancelOvernight(tx, sub.Key, now)
+		case ActionCancelIssue:
+			var running []string
+			rc, running, err = cancelIssue(tx, sub.Key, sub.Reason, now)
+			interrupt = running
 		default:
 			return errs.E(errs.KindInvalid, fmt.Sprintf("unknown submission action %d", sub.Action), nil)
 		}
@@ -136,7 +151,71 @@ func (s *Store) Submit(ctx context.Context, sub Submission) (Receipt, error) {
 	if runnable {
 		s.notify()
 	}
+	for _, id := range interrupt {
+		s.interrupt(id)
+	}
 	return rc, nil
+}
+
+// feedbackKeys are the consumed-bucket keys of a job's triggering comment or
+// review: feedback is turned into a job once, whatever delivers it again.
+func feedbackKeys(j *job.Job) [][]byte {
+	var keys [][]byte
+	if j.Trigger.CommentID != 0 {
+		keys = append(keys, []byte(fmt.Sprintf("comment:%d", j.Trigger.CommentID)))
+	}
+	if j.Trigger.ReviewID != 0 && j.Trigger.Source == job.SourceReview {
+		keys = append(keys, []byte(fmt.Sprintf("review:%d", j.Trigger.ReviewID)))
+	}
+	return keys
+}
+
+func consumedBy(tx *bolt.Tx, j *job.Job) string {
+	b := tx.Bucket(bucketConsumed)
+	for _, k := range feedbackKeys(j) {
+		if v := b.Get(k); v != nil {
+			return string(v)
+		}
+	}
+	return ""
+}
+
+func consume(tx *bolt.Tx, j *job.Job) error {
+	b := tx.Bucket(bucketConsumed)
+	for _, k := range feedbackKeys(j) {
+		if err := b.Put(k, []byte(j.ID)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// cancelIssue cancels an issue's waiting job and marks its running one; it
+// returns the running job ids, which the caller interrupts.
+func cancelIssue(tx *bolt.Tx, key, reason string, now time.Time) (Receipt, []string, error) {
+	sl := getSlot(tx, key)
+	var rc Receipt
+	var running []string
+	for _, id := range []string{sl.Next, sl.Current} {
+		if id == "" {
+			continue
+		}
+		j, wasRunning, _, err := cancelTx(tx, id, reason, now)
+		if errs.Is(err, errs.KindConflict) || err == ErrNotFound {
+			continue
+		}
+		if err != nil {
+			return rc, nil, err
+		}
+		if wasRunning {
+			running = append(running, j.ID)
+		}
+		rc = Receipt{JobID: j.ID, Status: string(job.StateCanceled)}
+	}
+	if rc.JobID == "" {
+		rc.Ignored = "no queued or running job for this pull request"
+	}
+	return rc, running, nil
 }
 
 // enqueue places a new pipeline job under the single-flight rules of contract

@@ -140,6 +140,7 @@ func (p *Pool) Start(ctx context.Context) error {
 	}
 	p.started = true
 	p.mu.Unlock()
+	p.o.Store.OnCancel(p.interrupt)
 	rec, err := p.o.Store.RecoverLeases(ctx, p.o.MaxAttempts)
 	if err != nil {
 		return fmt.Errorf("recover leased jobs: %w", err)
@@ -458,6 +459,8 @@ func (p *Pool) control(ctx context.Context, j *job.Job, log *slog.Logger) store.
 		}
 		r.Target = act
 	case "help":
+	case "closed":
+		r.Err = "this pull request is closed; selfcode does not change closed pull requests"
 	default:
 		return store.Result{State: job.StateFailed, Outcome: job.OutcomeError, Error: "unknown control command " + j.Trigger.Command}
 	}
