@@ -128,6 +128,11 @@ type Input struct {
 	Progress     Progress
 	// Feedback is extra context for follow-ups (review comments, PR diff).
 	Feedback string
+	// BaselineDir, when set, is a checkout of the commit verification is
+	// compared against (a pull request's base) when that is not the commit
+	// Dir starts from; BaselineSHA names it for the baseline cache.
+	BaselineDir string
+	BaselineSHA string
 }
 
 // Stop reasons.
@@ -521,14 +526,31 @@ func (s *jobState) prepare(ctx context.Context) (Session, []verify.Command, erro
 	if len(cmds) == 0 {
 		return nil, nil, errors.New("no verify commands configured or inferred (add verify to .selfcode.yml)")
 	}
-	deadline := time.Time{}
-	if d, ok := ctx.Deadline(); ok {
-		deadline = d
+	baseSHA := s.in.BaseSHA
+	if s.in.BaselineSHA != "" {
+		baseSHA = s.in.BaselineSHA
 	}
-	network := s.cfg.SetupNetwork && len(s.cfg.Setup) > 0
-	sess, err := s.p.o.Sandbox.Start(ctx, SandboxSpec{JobID: s.in.JobID, Image: s.cfg.Image, Deadline: deadline, SetupNetwork: network})
+	if s.p.o.Baseline != nil && baseSHA != "" {
+		if base, found, err := s.p.o.Baseline.Get(baseSHA, s.cfg.Hash()); err == nil && found {
+			s.out.Base = &base
+		}
+	}
+	if s.out.Base == nil && s.in.BaselineDir != "" {
+		// The baseline is another commit: verify it in a container of its own.
+		bs, err := s.start(ctx, s.in.BaselineDir)
+		if err != nil {
+			return nil, nil, fmt.Errorf("baseline sandbox: %w", err)
+		}
+		base, err := verify.Verify(ctx, bs, cmds)
+		bs.Close(context.Background())
+		if err != nil {
+			return nil, nil, fmt.Errorf("baseline verification: %w", err)
+		}
+		s.setBase(baseSHA, base)
+	}
+	sess, err := s.start(ctx, s.in.Dir)
 	if err != nil {
-		return nil, nil, fmt.Errorf("start sandbox: %w", err)
+		return nil, nil, err
 	}
 	ok := false
 	defer func() {
@@ -536,43 +558,61 @@ func (s *jobState) prepare(ctx context.Context) (Session, []verify.Command, erro
 			sess.Close(context.Background())
 		}
 	}()
-	if err := sess.CopyTree(ctx, s.in.Dir); err != nil {
-		return nil, nil, fmt.Errorf("copy checkout into sandbox: %w", err)
-	}
-	for _, run := range s.cfg.Setup {
-		res, err := sess.Setup(ctx, run, s.cfg.Limits.CommandTimeout)
-		if err != nil {
-			return nil, nil, fmt.Errorf("setup %q: %w", run, err)
-		}
-		if res.ExitCode != 0 || res.TimedOut {
-			return nil, nil, fmt.Errorf("setup %q failed (exit %d): %s", run, res.ExitCode, verify.Trim(res.Output, 20))
-		}
-	}
-	if network {
-		if err := sess.DropNetwork(ctx); err != nil {
-			return nil, nil, fmt.Errorf("drop setup network: %w", err)
-		}
-	}
-	if s.p.o.Baseline != nil && s.in.BaseSHA != "" {
-		if base, found, err := s.p.o.Baseline.Get(s.in.BaseSHA, s.cfg.Hash()); err == nil && found {
-			s.out.Base = &base
-		}
-	}
 	if s.out.Base == nil {
 		base, err := verify.Verify(ctx, sess, cmds)
 		if err != nil {
 			return nil, nil, fmt.Errorf("baseline verification: %w", err)
 		}
-		s.out.Base = &base
-		if s.p.o.Baseline != nil && s.in.BaseSHA != "" {
-			if err := s.p.o.Baseline.Put(s.in.BaseSHA, s.cfg.Hash(), base); err != nil {
-				s.log.Warn("store baseline", "err", err)
-			}
-		}
+		s.setBase(baseSHA, base)
 	}
 	s.artifact("verify-base.json", s.out.Base)
 	ok = true
 	return sess, cmds, nil
+}
+
+// start starts a container with dir copied in and setup run; the setup
+// network, if any, is gone when it returns.
+func (s *jobState) start(ctx context.Context, dir string) (Session, error) {
+	deadline := time.Time{}
+	if d, ok := ctx.Deadline(); ok {
+		deadline = d
+	}
+	network := s.cfg.SetupNetwork && len(s.cfg.Setup) > 0
+	sess, err := s.p.o.Sandbox.Start(ctx, SandboxSpec{JobID: s.in.JobID, Image: s.cfg.Image, Deadline: deadline, SetupNetwork: network})
+	if err != nil {
+		return nil, fmt.Errorf("start sandbox: %w", err)
+	}
+	fail := func(err error) (Session, error) {
+		sess.Close(context.Background())
+		return nil, err
+	}
+	if err := sess.CopyTree(ctx, dir); err != nil {
+		return fail(fmt.Errorf("copy checkout into sandbox: %w", err))
+	}
+	for _, run := range s.cfg.Setup {
+		res, err := sess.Setup(ctx, run, s.cfg.Limits.CommandTimeout)
+		if err != nil {
+			return fail(fmt.Errorf("setup %q: %w", run, err))
+		}
+		if res.ExitCode != 0 || res.TimedOut {
+			return fail(fmt.Errorf("setup %q failed (exit %d): %s", run, res.ExitCode, verify.Trim(res.Output, 20)))
+		}
+	}
+	if network {
+		if err := sess.DropNetwork(ctx); err != nil {
+			return fail(fmt.Errorf("drop setup network: %w", err))
+		}
+	}
+	return sess, nil
+}
+
+func (s *jobState) setBase(sha string, base verify.Run) {
+	s.out.Base = &base
+	if s.p.o.Baseline != nil && sha != "" {
+		if err := s.p.o.Baseline.Put(sha, s.cfg.Hash(), base); err != nil {
+			s.log.Warn("store baseline", "err", err)
+		}
+	}
 }
 
 func (s *jobState) verifyChanges(ctx context.Context, sess Session, cmds []verify.Command, round int) (verify.Run, error) {

@@ -46,6 +46,7 @@ func richReport() Report {
 		State:          "succeeded",
 		Outcome:        "pr_opened",
 		BlastRadius:    []string{"cmd/clockctl", "internal/schedule"},
+		Iteration:      2,
 		Iterations: []Iteration{{Number: 1, Summary: "First edit broke an existing test.", Outcome: "verification_failed",
 			FilesChanged: []FileChange{{Path: "clock/parse.go", Action: "modified", Added: 2, Deleted: 9}}, Verification: earlier}},
 		Logs: "edit: str_replace clock/parse.go\nedit: str_replace clock/parse_test.go\nverify: test failed\nfix: str_replace clock/parse.go\nverify: all passed",

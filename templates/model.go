@@ -25,6 +25,7 @@ type Report struct {
 	Draft          bool   // the PR is a draft because verification failed
 	BlastRadius    []string
 	Iterations     []Iteration // earlier iterations, rendered collapsed
+	Iteration      int         // this report's iteration number (0: not shown)
 	Logs           string      // transcript excerpts and other free-form log text
 	Stages         []Stage
 	Branch         string

@@ -38,9 +38,12 @@ func (e Engine) Execute(ctx context.Context, t runner.Task) (runner.Result, erro
 	}
 	j := t.Job
 	in := pipeline.Input{
-		JobID: j.ID, Repository: j.Repo.FullName(), Issue: j.Issue, IssueTitle: j.IssueTitle, IssueBody: j.IssueBody,
+		JobID: j.ID, Repository: j.Repo.FullName(), Issue: t.Issue.Number, IssueTitle: t.Issue.Title, IssueBody: t.Issue.Body,
 		Instructions: j.Instructions, PlanOnly: j.Kind == job.KindPlan, Dir: t.Dir, BaseSHA: t.BaseSHA,
-		Config: cfg, Progress: progress{t},
+		Config: cfg, Progress: progress{t}, Feedback: t.Feedback, BaselineDir: t.BaselineDir, BaselineSHA: t.BaselineSHA,
+	}
+	if in.Issue == 0 {
+		in.Issue, in.IssueTitle, in.IssueBody = j.Issue, j.IssueTitle, j.IssueBody
 	}
 	for _, c := range t.Comments {
 		in.Comments = append(in.Comments, pipeline.Comment{Author: c.Author, Body: c.Body})

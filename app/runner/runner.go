@@ -2,6 +2,7 @@ package runner
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -15,6 +16,7 @@ import (
 	gh "github.com/selfcode/selfcode/app/github"
 	"github.com/selfcode/selfcode/app/gitops"
 	"github.com/selfcode/selfcode/app/job"
+	"github.com/selfcode/selfcode/app/store"
 	"github.com/selfcode/selfcode/app/worker"
 	"github.com/selfcode/selfcode/templates"
 )
@@ -43,6 +45,24 @@ type Task struct {
 	// Comments are the human comments on the issue, oldest first, without
 	// bots and without selfcode commands.
 	Comments []Comment
+	// Issue is the issue the work resolves: for a follow-up on a pull
+	// request selfcode opened, the original issue, not the PR.
+	Issue Issue
+	// Feedback, for a command on a pull request, is what the reviewer
+	// asked for with its context: review comments with their file, lines and
+	// diff hunk, the previous plan and report, and the PR's diff.
+	Feedback string
+	// BaselineDir and BaselineSHA are a checkout of the pull request's base,
+	// which a follow-up is verified against; empty for issue jobs.
+	BaselineDir string
+	BaselineSHA string
+}
+
+// Issue is an issue's number, title and body.
+type Issue struct {
+	Number int
+	Title  string
+	Body   string
 }
 
 // Comment is a human comment on the issue.
@@ -74,6 +94,16 @@ type Options struct {
 	CommandWord string
 	Logger      *slog.Logger
 	Now         func() time.Time
+	// History reads earlier jobs and their artifacts (the store): the plan
+	// and report of the job that opened a pull request, and the iterations
+	// shown in its body. May be nil.
+	History History
+}
+
+// History is the read side of the job store the runner needs.
+type History interface {
+	List(ctx context.Context, o store.ListOptions) ([]*job.Job, string, error)
+	Artifact(ctx context.Context, id, name string) ([]byte, error)
 }
 
 // Runner implements worker.Runner.
@@ -241,10 +271,30 @@ func (x *run) work(ctx context.Context, client *gh.Client) (job.Outcome, error) 
 	jr := j.Repo
 	jr.CloneURL, jr.DefaultBranch = repo.CloneURL, repo.DefaultBranch
 
-	branch, start, base, human := "selfcode/issue-"+strconv.Itoa(j.Issue), repo.DefaultBranch, repo.DefaultBranch, false
+	git, err := x.r.o.Git(ctx)
+	if err != nil {
+		return "", errs.E(errs.KindTransient, "git", err)
+	}
+	token := gitops.TokenSource(func(ctx context.Context) (string, error) { return client.Token(ctx) })
+	task := Task{Job: j, Logger: x.log, Stage: x.stage,
+		Issue: Issue{Number: j.Issue, Title: j.IssueTitle, Body: j.IssueBody},
+		Artifact: func(name string, data []byte) {
+			if err := x.rt.PutArtifact(context.Background(), name, data); err != nil {
+				x.log.Warn("store artifact", "name", name, "err", err)
+			}
+		}}
+
+	// Where the work starts and how it is pushed. An issue job rebuilds its
+	// selfcode/issue-N branch from the default branch (force-with-lease on
+	// what the branch was when the job began), unless someone else pushed
+	// to that branch: then it adds commits on top like a follow-up. A
+	// command on a pull request always adds commits on top of its head and
+	// pushes fast-forward only, so nobody's history is rewritten.
+	branch, start, base := "selfcode/issue-"+strconv.Itoa(j.Issue), repo.DefaultBranch, repo.DefaultBranch
+	fastForward, expected := false, ""
+	var pr gh.PullRequest
 	if j.IsPR {
-		pr, err := client.PullRequest(ctx, o, name, j.Issue)
-		if err != nil {
+		if pr, err = client.PullRequest(ctx, o, name, j.Issue); err != nil {
 			x.stage("checkout", "fail", "pull request not accessible")
 			return "", fmt.Errorf("pull request #%d: %w", j.Issue, ghapp.MapError(err))
 		}
@@ -258,9 +308,8 @@ func (x *run) work(ctx context.Context, client *gh.Client) (job.Outcome, error) 
 			x.rep.Summary = "This pull request is closed; selfcode does not change closed pull requests."
 			return job.OutcomeNoChange, x.pub.Comment(ctx, x.rep.Summary)
 		}
-		branch, start, base = pr.HeadRef, pr.HeadRef, pr.BaseRef
-		human = !strings.HasPrefix(pr.HeadRef, "selfcode/")
-		if !human {
+		branch, start, base, fastForward = pr.HeadRef, pr.HeadSHA, pr.BaseRef, true
+		if strings.HasPrefix(pr.HeadRef, "selfcode/") {
 			if _, err := x.rt.Update(ctx, func(jj *job.Job) error { jj.Publication.Branch = branch; return nil }); err == nil {
 				j.Publication.Branch = branch
 				x.rep.Issue = originalIssue(j)
@@ -269,12 +318,10 @@ func (x *run) work(ctx context.Context, client *gh.Client) (job.Outcome, error) 
 		if err := x.pub.Check(ctx, pr.HeadSHA, "queued", "", "selfcode is queued", "Waiting for a worker."); err != nil {
 			x.log.Warn("create queued check run", "err", err)
 		}
+	} else if expected, err = git.RemoteBranchSHA(ctx, jr, branch, token); err != nil {
+		x.stage("checkout", "fail", "could not read "+branch)
+		return "", fmt.Errorf("read %s: %w", branch, err)
 	}
-	git, err := x.r.o.Git(ctx)
-	if err != nil {
-		return "", errs.E(errs.KindTransient, "git", err)
-	}
-	token := gitops.TokenSource(func(ctx context.Context) (string, error) { return client.Token(ctx) })
 	ws, err := git.NewWorkspace(ctx, gitops.WorkspaceOptions{Repo: jr, ID: j.ID, Branch: branch, Base: start, Token: token})
 	if err != nil {
 		x.stage("checkout", "fail", "could not check out "+start)
@@ -285,25 +332,45 @@ func (x *run) work(ctx context.Context, client *gh.Client) (job.Outcome, error) 
 			x.log.Warn("remove workspace", "err", err)
 		}
 	}()
-	x.stage("checkout", "pass", fmt.Sprintf("%s at %.12s", start, ws.BaseSHA))
-	if j.IsPR && j.Publication.CheckRunID != 0 {
-		_ = x.pub.Check(ctx, j.Publication.HeadSHA, "in_progress", "", "selfcode is working", "Planning and editing.")
+	if !j.IsPR && expected != "" {
+		authors, err := git.Authors(ctx, ws, ws.BaseSHA, expected)
+		if err != nil {
+			return "", err
+		}
+		if foreign(authors, git.Identity().Email) {
+			// Someone else pushed to selfcode's branch: keep their commits.
+			ws.Remove()
+			if ws, err = git.NewWorkspace(ctx, gitops.WorkspaceOptions{Repo: jr, ID: j.ID, Branch: branch, Base: expected, Token: token}); err != nil {
+				return "", fmt.Errorf("check out %s: %w", branch, err)
+			}
+			fastForward = true
+		}
+	}
+	task.Dir, task.BaseSHA, task.BaseRef = ws.Dir, ws.BaseSHA, base
+	x.stage("checkout", "pass", fmt.Sprintf("%s at %.12s", branch, ws.BaseSHA))
+	if j.IsPR {
+		bws, err := git.NewWorkspace(ctx, gitops.WorkspaceOptions{Repo: jr, ID: j.ID + "-base", Branch: "selfcode/baseline", Base: pr.BaseSHA, Token: token})
+		if err != nil {
+			return "", fmt.Errorf("check out the pull request's base %s: %w", pr.BaseRef, err)
+		}
+		defer bws.Remove()
+		task.BaselineDir, task.BaselineSHA = bws.Dir, bws.BaseSHA
+		if err := x.followUp(ctx, client, pr, &task); err != nil {
+			return "", err
+		}
+		if j.Publication.CheckRunID != 0 {
+			_ = x.pub.Check(ctx, j.Publication.HeadSHA, "in_progress", "", "selfcode is working", "Planning and editing.")
+		}
 	}
 
+	// .selfcode.yml always comes from the default branch, never from the
+	// pull request being worked on.
 	repoCfg, err := git.ReadFileAt(ctx, ws, repo.DefaultBranch, ".selfcode.yml")
 	if err != nil && !errors.Is(err, gitops.ErrNotFound) {
 		return "", fmt.Errorf("read .selfcode.yml from %s: %w", repo.DefaultBranch, err)
 	}
-	res, err := x.r.o.Engine.Execute(ctx, Task{
-		Job: j, Dir: ws.Dir, BaseSHA: ws.BaseSHA, BaseRef: base, Logger: x.log,
-		RepoConfig: repoCfg, Comments: x.comments(ctx, client),
-		Stage: x.stage,
-		Artifact: func(name string, data []byte) {
-			if err := x.rt.PutArtifact(context.Background(), name, data); err != nil {
-				x.log.Warn("store artifact", "name", name, "err", err)
-			}
-		},
-	})
+	task.RepoConfig, task.Comments = repoCfg, x.comments(ctx, client)
+	res, err := x.r.o.Engine.Execute(ctx, task)
 	x.mergeReport(res.Report)
 	if total := res.Report.Tokens.Total; total > 0 {
 		if _, uerr := x.rt.Update(context.Background(), func(jj *job.Job) error { jj.Tokens = total; return nil }); uerr != nil {
@@ -362,24 +429,27 @@ func (x *run) work(ctx context.Context, client *gh.Client) (job.Outcome, error) 
 		x.stage("publish", "skipped", "verification failed; draft_on_failure is off")
 		return job.OutcomeVerificationFailed, x.pub.Comment(ctx, body)
 	}
-	if human {
+	if fastForward {
 		err = git.PushFastForward(ctx, ws, branch, token)
 		if errors.Is(err, gitops.ErrNonFastForward) {
 			x.stage("publish", "fail", "the branch moved while the job ran")
-			return "", errs.E(errs.KindTransient, "the pull request's branch moved while the job ran; running again on the new head", err)
+			return "", errs.E(errs.KindTransient, "the branch moved while the job ran; running again on its new head", err)
 		}
 	} else {
-		var expected string
-		if expected, err = git.RemoteBranchSHA(ctx, jr, branch, token); err == nil {
-			err = git.PushSelfcodeBranch(ctx, ws, branch, expected, token)
+		err = git.PushSelfcodeBranch(ctx, ws, branch, expected, token)
+		if errors.Is(err, gitops.ErrLeaseRejected) {
+			x.stage("publish", "fail", "the branch moved while the job ran")
+			return "", errs.E(errs.KindTransient, "the branch moved while the job ran; running again", err)
 		}
 	}
 	if err != nil {
 		x.stage("publish", "fail", "push failed")
 		return "", fmt.Errorf("push %s: %w", branch, err)
 	}
+	iterations := x.iterations(ctx, branch)
 	x.mu.Lock()
 	x.rep.Branch, x.rep.Draft = branch, !res.Verified
+	x.rep.Iterations = iterations
 	x.mu.Unlock()
 	body, err := x.r.o.Templates.PRBody(x.report())
 	if err != nil {
@@ -387,9 +457,10 @@ func (x *run) work(ctx context.Context, client *gh.Client) (job.Outcome, error) 
 	}
 	var outcome job.Outcome
 	if j.IsPR {
-		// A command on an existing pull request: the PR is the job's issue.
+		// A command on an existing pull request: the PR is the job's issue;
+		// its title stays the one people gave it.
 		outcome = job.OutcomePRUpdated
-		if _, err := x.pub.EnsurePR(ctx, branch, base, title, body, false); err != nil {
+		if _, err := x.pub.EnsurePR(ctx, branch, base, pr.Title, body, false); err != nil {
 			return "", err
 		}
 	} else {
@@ -417,7 +488,23 @@ func (x *run) work(ctx context.Context, client *gh.Client) (job.Outcome, error) 
 		x.log.Warn("complete check run", "err", err)
 	}
 	x.stage("publish", "pass", x.j.Publication.PRURL)
+	if b, err := json.Marshal(x.report()); err == nil {
+		_ = x.rt.PutArtifact(context.Background(), "report.json", b)
+	}
+	if err := x.answer(ctx, client, sha, res.Verified); err != nil {
+		x.log.Warn("answer the feedback", "err", err)
+	}
 	return outcome, nil
+}
+
+// foreign reports whether any commit author is not selfcode.
+func foreign(authors []string, self string) bool {
+	for _, a := range authors {
+		if !strings.EqualFold(a, self) {
+			return true
+		}
+	}
+	return false
 }
 
 // comments lists the issue's human comments (not bots, not commands).

@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net/http"
 	"os"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -32,20 +33,32 @@ type oneLineChange struct {
 	calls         int
 	failVerify    bool // report verification as failed
 	noDraftOnFail bool // the repository's draft_on_failure: false
+	// hook, when set, runs before the change (to block, or to act while
+	// the job runs).
+	hook  func(ctx context.Context, call int, t runner.Task) error
+	tasks []runner.Task
 }
+
+var greeting = regexp.MustCompile(`"Hello[^"]*"`)
 
 func (e *oneLineChange) Execute(ctx context.Context, t runner.Task) (runner.Result, error) {
 	e.mu.Lock()
 	e.calls++
-	calls, fail, noDraft := e.calls, e.failVerify, e.noDraftOnFail
+	calls, fail, noDraft, hook := e.calls, e.failVerify, e.noDraftOnFail, e.hook
+	e.tasks = append(e.tasks, t)
 	e.mu.Unlock()
+	if hook != nil {
+		if err := hook(ctx, calls, t); err != nil {
+			return runner.Result{}, err
+		}
+	}
 	t.Stage("plan", "pass", "change the greeting")
 	path := t.Dir + "/greet.go"
 	b, err := os.ReadFile(path)
 	if err != nil {
 		return runner.Result{}, err
 	}
-	b = bytes.Replace(b, []byte(`"Hello"`), []byte(fmt.Sprintf(`"Hello, world (%d)"`, calls)), 1)
+	b = greeting.ReplaceAll(b, []byte(fmt.Sprintf(`"Hello, world (%d)"`, calls)))
 	if err := os.WriteFile(path, b, 0o644); err != nil {
 		return runner.Result{}, err
 	}
@@ -78,7 +91,11 @@ func (s *syncBuffer) String() string { s.mu.Lock(); defer s.mu.Unlock(); return 
 
 const owner, repoName = "Codertocat", "Hello-World"
 
-func setup(t *testing.T) *env {
+func setup(t *testing.T) *env { return setupWith(t, nil, nil) }
+
+// setupWith starts the fake GitHub and the real server; eng nil means the
+// one-line test engine; files are added to the repository.
+func setupWith(t *testing.T, eng runner.Engine, files map[string]string) *env {
 	t.Helper()
 	fake, err := fakegithub.New(fakegithub.Options{})
 	if err != nil {
@@ -86,10 +103,14 @@ func setup(t *testing.T) *env {
 	}
 	t.Cleanup(func() { fake.Close() })
 	fake.AddInstallation(1, owner)
-	if err := fake.AddRepo(owner, repoName, fakegithub.RepoOptions{DefaultBranch: "main", Files: map[string]string{
+	repoFiles := map[string]string{
 		"go.mod":   "module example.com/hello\n\ngo 1.22\n",
 		"greet.go": "package hello\n\nfunc Greet() string { return \"Hello\" }\n",
-	}}); err != nil {
+	}
+	for k, v := range files {
+		repoFiles[k] = v
+	}
+	if err := fake.AddRepo(owner, repoName, fakegithub.RepoOptions{DefaultBranch: "main", Files: repoFiles}); err != nil {
 		t.Fatal(err)
 	}
 	for user, role := range map[string]string{"admin-user": "admin", "maint": "maintain", "writer": "write", "reader": "read"} {
@@ -110,10 +131,13 @@ func setup(t *testing.T) *env {
 		t.Fatal(err)
 	}
 	e := &env{t: t, fake: fake, logs: &syncBuffer{}, eng: &oneLineChange{}}
+	if eng == nil {
+		eng = e.eng
+	}
 	log := slog.New(slog.NewJSONHandler(e.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	ctx, cancel := context.WithCancel(context.Background())
 	e.srv, err = server.New(ctx, server.Options{Config: cfg, Logger: log, Deps: GitHub(Options{
-		Config: cfg, Logger: log, Engine: e.eng,
+		Config: cfg, Logger: log, Engine: eng,
 		GitHub: func(o *gh.Options) { o.BaseBackoff = 10 * time.Millisecond },
 	})})
 	if err != nil {

@@ -73,7 +73,7 @@ func GitHub(o Options) func(ctx context.Context, st *store.Store, m *metrics.Met
 			return gitops.Identity{Name: app.BotLogin, Email: app.BotEmail}, nil
 		}
 		run, err := runner.New(runner.Options{
-			Clients: factory, Templates: tm, Engine: o.Engine, CommandWord: cfg.Command, Logger: log,
+			Clients: factory, Templates: tm, Engine: o.Engine, CommandWord: cfg.Command, Logger: log, History: st,
 			Git: runner.LazyGit(identity, gitops.Options{Dir: filepath.Join(cfg.DataDir, "git"), Logger: log}),
 		})
 		if err != nil {
