@@ -114,9 +114,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		if !out.Verified {
 			rep.State, rep.Outcome, rep.Draft = "failed", "verification_failed", true
 		}
-		for _, f := range changedFiles(ctx, src, baseSHA) {
-			rep.FilesChanged = append(rep.FilesChanged, f)
-		}
+		rep.FilesChanged = append(rep.FilesChanged, changedFiles(ctx, src, baseSHA)...)
 	}
 	body, err := o.Templates.PRBody(rep)
 	if err != nil {
