@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"regexp"
 	"sort"
 	"strings"
 	"time"
@@ -78,6 +79,9 @@ type Options struct {
 	RepoMapTokens int
 	// MaxPlanAttempts bounds planner retries on invalid replies. Default 3.
 	MaxPlanAttempts int
+	// Packages lists a Go checkout's packages for the blast radius of a
+	// plan; default GoList.
+	Packages PackageLister
 }
 
 // Pipeline runs jobs.
@@ -102,6 +106,9 @@ func New(o Options) (*Pipeline, error) {
 	}
 	if o.MaxPlanAttempts <= 0 {
 		o.MaxPlanAttempts = 3
+	}
+	if o.Packages == nil {
+		o.Packages = GoList{}
 	}
 	return &Pipeline{o: o}, nil
 }
@@ -158,6 +165,12 @@ type Output struct {
 	StopReason  string
 	Transcript  []chat.Message
 	Duration    time.Duration
+	// Scope is what the scope guard found about the plan (nil for plan-only
+	// runs and runs that ended before a plan).
+	Scope *Scope
+	// Skipped, when set, is why the job made no change on purpose (a plan
+	// too wide even after asking for a narrower one).
+	Skipped string
 }
 
 // VerifyResult is one verification round.
@@ -253,13 +266,24 @@ func (s *jobState) artifact(name string, v any) {
 func (s *jobState) run(ctx context.Context) error {
 	// 1. Plan.
 	s.stage("plan", "running", "")
-	plan, err := s.plan(ctx)
+	plan, msgs, err := s.plan(ctx)
 	if err != nil {
 		s.stage("plan", "fail", err.Error())
 		return err
 	}
+	if !s.in.PlanOnly {
+		// 1b. Scope guard: max_files and the blast radius, before any edit.
+		if plan, err = s.guardScope(ctx, msgs, plan); err != nil {
+			s.stage("plan", "fail", err.Error())
+			return err
+		}
+	}
 	s.out.Plan = plan
 	s.artifact("plan.json", plan)
+	if s.out.Skipped != "" {
+		s.stage("plan", "fail", s.out.Skipped)
+		return nil
+	}
 	s.stage("plan", "pass", plan.Summary)
 	if s.in.PlanOnly {
 		return nil
@@ -339,22 +363,32 @@ func (s *jobState) run(ctx context.Context) error {
 	}
 }
 
-func (s *jobState) plan(ctx context.Context) (*Plan, error) {
+// plan asks the planner for a plan and returns it with the conversation
+// that produced it.
+func (s *jobState) plan(ctx context.Context) (*Plan, []chat.Message, error) {
 	pr := s.p.o.Prompts
 	rmap, err := repomap.Build(ctx, repomap.Options{Root: s.in.Dir, Budget: 2 * s.p.o.RepoMapTokens,
 		Policy: s.policy(), Focus: focusWords(s.in)})
 	if err != nil {
-		return nil, fmt.Errorf("repository map: %w", err)
+		return nil, nil, fmt.Errorf("repository map: %w", err)
 	}
 	sys, err := pr.Render(prompts.PlannerSystem, map[string]any{"MaxFiles": s.cfg.Limits.MaxFiles})
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	user, err := pr.Render(prompts.PlannerUser, s.promptData(rmap))
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	msgs := []chat.Message{{Role: chat.System, Content: sys}, {Role: chat.User, Content: user}}
+	plan, err := s.askPlan(ctx, msgs)
+	return plan, msgs, err
+}
+
+// askPlan sends the planner conversation and asks again, with the
+// validation error, while the reply is not a valid plan (bounded).
+func (s *jobState) askPlan(ctx context.Context, msgs []chat.Message) (*Plan, error) {
+	pr := s.p.o.Prompts
 	var lastErr error
 	for attempt := 1; attempt <= s.p.o.MaxPlanAttempts; attempt++ {
 		resp, err := s.model.Chat(ctx, chat.Request{Role: chat.RolePlanner, Messages: msgs,
@@ -654,14 +688,30 @@ func verifySummary(head verify.Run, cmp verify.Comparison) string {
 	return s
 }
 
-// redactTranscript keeps the transcript for the job's artifacts, with tool
-// outputs shortened (they can hold whole files).
+// secretLike matches credentials that must not be stored even if a
+// repository file or command output contained them: GitHub tokens, OpenAI
+// style keys, private key blocks, bearer and basic credentials.
+var secretLike = regexp.MustCompile(`(gh[pousr]_[A-Za-z0-9_]{20,}|github_pat_[A-Za-z0-9_]{20,}|sk-[A-Za-z0-9_-]{20,}|-----BEGIN [A-Z ]*PRIVATE KEY-----[\s\S]*?-----END [A-Z ]*PRIVATE KEY-----|(?i:bearer|basic)\s+[A-Za-z0-9._~+/=-]{16,})`)
+
+// Redact replaces credential-looking text with [redacted].
+func Redact(s string) string { return secretLike.ReplaceAllString(s, "[redacted]") }
+
+// redactTranscript keeps the transcript for the job's artifacts: tool
+// outputs shortened (they can hold whole files) and credential-looking text
+// removed everywhere.
 func redactTranscript(msgs []chat.Message) []chat.Message {
 	out := make([]chat.Message, len(msgs))
 	for i, m := range msgs {
 		if m.Role == chat.ToolRole {
 			m.Content = tools.Shorten(m.Content, 2000)
 		}
+		m.Content = Redact(m.Content)
+		calls := make([]chat.ToolCall, len(m.ToolCalls))
+		for k, tc := range m.ToolCalls {
+			tc.Arguments = Redact(tc.Arguments)
+			calls[k] = tc
+		}
+		m.ToolCalls = calls
 		out[i] = m
 	}
 	return out

@@ -483,3 +483,36 @@ func TestCheckRunRerequestedRetriesTheJob(t *testing.T) {
 		t.Fatalf("%d PRs after Re-run", n)
 	}
 }
+
+func TestPlanCommandPostsThePlan(t *testing.T) {
+	e := setup(t)
+	issue, _ := e.fake.AddIssue(owner, repoName, fakegithub.Issue{Title: "plan it", User: "writer"})
+	e.eng.mu.Lock()
+	e.eng.hook = func(ctx context.Context, call int, tk runner.Task) error {
+		if tk.Job.Kind != job.KindPlan {
+			return fmt.Errorf("kind %s", tk.Job.Kind)
+		}
+		return nil
+	}
+	e.eng.mu.Unlock()
+	_, out := e.comment(issue, "writer", "/selfcode plan how would you do it?")
+	j := e.wait(out["job_id"].(string))
+	if j.State != job.StateSucceeded || j.Outcome != job.OutcomePlanPosted {
+		t.Fatalf("plan job %s %s %q", j.State, j.Outcome, j.Error)
+	}
+	if len(e.fake.PullRequests(owner, repoName)) != 0 {
+		t.Fatal("a plan command opened a pull request")
+	}
+	if _, err := e.fake.BranchSHA(owner, repoName, fmt.Sprintf("selfcode/issue-%d", issue)); err == nil {
+		t.Fatal("a plan command pushed a branch")
+	}
+	plans := 0
+	for _, c := range e.fake.Comments(owner, repoName, issue) {
+		if c.User == e.fake.BotLogin() && !strings.Contains(c.Body, "<!-- selfcode:job:") {
+			plans++
+		}
+	}
+	if plans != 1 {
+		t.Fatalf("%d plan comments", plans)
+	}
+}

@@ -1,0 +1,35 @@
+package metrics
+
+import (
+	"io"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/selfcode/selfcode/app/job"
+)
+
+func TestCountersReachTheHandler(t *testing.T) {
+	m := New(Options{})
+	m.Delivery("issue_comment", "accepted", 3*time.Millisecond)
+	m.Edit("str_replace", "no_match")
+	m.Verify("regression", 2)
+	m.Tokens("planner", 1200)
+	start := time.Now().Add(-2 * time.Second)
+	m.JobFinished(&job.Job{Kind: job.KindRun, State: job.StateSucceeded, Outcome: job.OutcomePROpened, StartedAt: start, FinishedAt: start.Add(time.Second)})
+	rec := httptest.NewRecorder()
+	m.Handler().ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
+	body, _ := io.ReadAll(rec.Body)
+	for _, want := range []string{
+		`selfcode_webhook_deliveries_total{event="issue_comment",result="accepted"} 1`,
+		`selfcode_edit_results_total{result="no_match",tool="str_replace"} 1`,
+		`selfcode_verify_classifications_total{class="regression"} 2`,
+		`selfcode_model_tokens_total{phase="planner"} 1200`,
+		`selfcode_job_duration_seconds_count{kind="run",outcome="pr_opened",state="succeeded"} 1`,
+	} {
+		if !strings.Contains(string(body), want) {
+			t.Errorf("metrics lack %s", want)
+		}
+	}
+}
