@@ -58,18 +58,25 @@ type proc struct {
 	runs   string
 }
 
-// start runs the binary on dataDir and waits for its "serving" log line.
+// start runs `selfcode serve` on dataDir and waits for its "serving" log line.
 func start(t *testing.T, dataDir string, env ...string) *proc {
 	t.Helper()
-	p := &proc{exited: make(chan struct{}), logs: &bytes.Buffer{}, logMu: &sync.Mutex{},
-		runs: filepath.Join(dataDir, "runs.log")}
-	p.cmd = exec.Command(testBinary(t), "serve")
-	p.cmd.Env = append([]string{
+	runs := filepath.Join(dataDir, "runs.log")
+	return launch(t, []string{"serve"}, append([]string{
 		"PATH=" + os.Getenv("PATH"), "HOME=" + os.Getenv("HOME"),
 		"SELFCODE_WEBHOOK_SECRET=" + testSecret, "SELFCODE_DATA_DIR=" + dataDir,
 		"SELFCODE_ADDR=127.0.0.1:0", "SELFCODE_ADMIN_ADDR=127.0.0.1:0",
-		"SELFCODE_TEST_RUNS=" + p.runs, "SELFCODE_SHUTDOWN_TIMEOUT=5s",
-	}, env...)
+		"SELFCODE_TEST_RUNS=" + runs, "SELFCODE_SHUTDOWN_TIMEOUT=5s",
+	}, env...), runs)
+}
+
+// launch runs the test binary with args and exactly env, follows its JSON
+// log and waits (bounded) until it serves.
+func launch(t *testing.T, args, env []string, runs string) *proc {
+	t.Helper()
+	p := &proc{exited: make(chan struct{}), logs: &bytes.Buffer{}, logMu: &sync.Mutex{}, runs: runs}
+	p.cmd = exec.Command(testBinary(t), args...)
+	p.cmd.Env = env
 	stderr, err := p.cmd.StderrPipe()
 	if err != nil {
 		t.Fatal(err)

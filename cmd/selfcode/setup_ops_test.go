@@ -260,52 +260,12 @@ func TestSetupCommand(t *testing.T) {
 // environment that carries no credentials.
 func startServe(t *testing.T, args []string, dataDir string) *proc {
 	t.Helper()
-	p := &proc{exited: make(chan struct{}), logs: &bytes.Buffer{}, logMu: &sync.Mutex{}, runs: filepath.Join(dataDir, "runs.log")}
-	p.cmd = exec.Command(testBinary(t), args...)
-	p.cmd.Env = []string{
+	runs := filepath.Join(dataDir, "runs.log")
+	return launch(t, args, []string{
 		"PATH=" + os.Getenv("PATH"), "HOME=" + os.Getenv("HOME"),
 		"SELFCODE_DATA_DIR=" + filepath.Join(dataDir, "data"), "SELFCODE_ADDR=127.0.0.1:0", "SELFCODE_ADMIN_ADDR=127.0.0.1:0",
-		"SELFCODE_TEST_RUNS=" + p.runs, "SELFCODE_SHUTDOWN_TIMEOUT=5s", "SELFCODE_ENABLED=false",
-	}
-	stderr, err := p.cmd.StderrPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := p.cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	ready := make(chan struct{})
-	go func() {
-		sc := bufio.NewScanner(stderr)
-		sc.Buffer(make([]byte, 1<<20), 1<<20)
-		signalled := false
-		for sc.Scan() {
-			line := sc.Bytes()
-			p.logMu.Lock()
-			p.logs.Write(line)
-			p.logs.WriteByte('\n')
-			p.logMu.Unlock()
-			var raw map[string]any
-			if json.Unmarshal(line, &raw) == nil && raw["msg"] == "selfcode serving" && !signalled {
-				p.addr, _ = raw["addr"].(string)
-				p.admin, _ = raw["admin_addr"].(string)
-				signalled = true
-				close(ready)
-			}
-		}
-		p.cmd.Wait()
-		close(p.exited)
-	}()
-	select {
-	case <-ready:
-	case <-p.exited:
-		t.Fatalf("serve exited before serving:\n%s", p.logText())
-	case <-time.After(30 * time.Second):
-		p.cmd.Process.Kill()
-		t.Fatalf("serve did not start:\n%s", p.logText())
-	}
-	t.Cleanup(func() { p.kill() })
-	return p
+		"SELFCODE_TEST_RUNS=" + runs, "SELFCODE_SHUTDOWN_TIMEOUT=5s", "SELFCODE_ENABLED=false",
+	}, runs)
 }
 
 // deliverSigned posts a webhook signed with secret.
