@@ -46,6 +46,11 @@ type AdminOptions struct {
 	Backup Snapshotter
 	// LivePoll is how often a job page's live log looks at the job; default 500ms.
 	LivePoll time.Duration
+	// Reports serves GET /api/reports and /api/reports/{id} (morning
+	// reports); Switch serves GET and POST /api/enabled (the kill switch).
+	// Either may be nil: its endpoints are then absent (admin_overnight.go).
+	Reports ReportReader
+	Switch  KillSwitch
 }
 
 // NewAdmin builds the admin engine: /metrics, /api/jobs…, and the dashboard.
@@ -76,6 +81,7 @@ func NewAdmin(o AdminOptions) (*gin.Engine, error) {
 	if o.Backup != nil {
 		r.GET("/api/backup", a.backup)
 	}
+	overnightRoutes(r, o)
 	if err := dash.routes(r); err != nil {
 		return nil, err
 	}

@@ -18,6 +18,7 @@ const (
 	PlannerSystem  = "planner_system.tmpl"
 	PlannerUser    = "planner_user.tmpl"
 	PlanRetry      = "plan_retry.tmpl"
+	PlanNarrow     = "plan_narrow.tmpl"
 	EditorSystem   = "editor_system.tmpl"
 	EditorUser     = "editor_user.tmpl"
 	FixerSystem    = "fixer_system.tmpl"

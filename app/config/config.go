@@ -44,6 +44,7 @@ type Config struct {
 	// Operational settings beyond the contract's table.
 	ShutdownTimeout time.Duration `env:"SELFCODE_SHUTDOWN_TIMEOUT" yaml:"shutdown_timeout" default:"30s" check:"positive" desc:"how long serve waits for running work on shutdown"`
 	LogLevel        string        `env:"SELFCODE_LOG_LEVEL" yaml:"log_level" default:"info" check:"loglevel" desc:"log level: debug, info, warn or error"`
+	OvernightWindow time.Duration `env:"SELFCODE_OVERNIGHT_WINDOW" yaml:"overnight_window" default:"6h" check:"positive" desc:"how long each overnight window lasts (never past the next window's start); jobs still waiting then move to the next window"`
 
 	// Derived in Load from Timezone and OvernightSchedule.
 	loc      *time.Location

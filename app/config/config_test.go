@@ -38,6 +38,7 @@ func TestDefaults(t *testing.T) {
 		Enabled:              true,
 		ShutdownTimeout:      30 * time.Second,
 		LogLevel:             "info",
+		OvernightWindow:      6 * time.Hour,
 	}
 	assertSettings(t, c, want)
 	if c.Location() != time.UTC {
@@ -96,6 +97,7 @@ func TestLoadFile(t *testing.T) {
 		Enabled:              false,
 		ShutdownTimeout:      10 * time.Second,
 		LogLevel:             "debug",
+		OvernightWindow:      4 * time.Hour,
 	})
 	berlin, err := time.LoadLocation("Europe/Berlin")
 	if err != nil {

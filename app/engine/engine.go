@@ -57,6 +57,9 @@ func (e Engine) Execute(ctx context.Context, t runner.Task) (runner.Result, erro
 	if err != nil {
 		return res, err
 	}
+	// A plan too wide even after asking for a narrower one: no change, and
+	// the job ends with the reason (the runner tells the issue).
+	res.Skip = out.Skipped
 	return res, nil
 }
 
@@ -64,6 +67,9 @@ func (e Engine) Execute(ctx context.Context, t runner.Task) (runner.Result, erro
 func Report(out *pipeline.Output, cfg *repoconfig.Config) templates.Report {
 	rep := templates.Report{Summary: out.Summary, FixAttempts: out.FixAttempts, MaxFixAttempts: cfg.Limits.MaxFixAttempts,
 		Tokens: templates.TokenUsage{Total: out.Tokens, ByPhase: out.ByPhase}, Duration: out.Duration}
+	if out.Scope != nil {
+		rep.BlastRadius = out.Scope.BlastRadius
+	}
 	if out.Plan != nil {
 		p := &templates.Plan{Summary: out.Plan.Summary, Risks: out.Plan.Risks, Questions: out.Plan.Questions}
 		for _, st := range out.Plan.Steps {
@@ -87,6 +93,9 @@ func Report(out *pipeline.Output, cfg *repoconfig.Config) templates.Report {
 		}
 	}
 	var logs []string
+	if out.Skipped != "" {
+		logs = append(logs, out.Skipped)
+	}
 	if out.StopReason != "" {
 		logs = append(logs, "Stopped: "+out.StopReason)
 	}

@@ -382,7 +382,12 @@ func (x *run) work(ctx context.Context, client *gh.Client) (job.Outcome, error) 
 	}
 	if res.Skip != "" {
 		x.rep.Summary = res.Skip
-		return job.OutcomeNoChange, x.pub.Comment(ctx, res.Skip)
+		if err := x.pub.Comment(ctx, res.Skip); err != nil {
+			return "", err
+		}
+		// issue 6: a skipped job ends canceled with the reason (the worker
+		// maps errs.KindCanceled to state canceled).
+		return "", errs.E(errs.KindCanceled, res.Skip, nil)
 	}
 	if j.Kind == job.KindPlan {
 		body, err := x.r.o.Templates.PlanComment(x.report())

@@ -8,14 +8,18 @@ import (
 	"net"
 	"net/http"
 	"path/filepath"
+	"sync/atomic"
 	"time"
 
 	"github.com/selfcode/selfcode/app/config"
+	"github.com/selfcode/selfcode/app/ghissues"
 	"github.com/selfcode/selfcode/app/intake"
 	"github.com/selfcode/selfcode/app/metrics"
+	"github.com/selfcode/selfcode/app/overnight"
 	"github.com/selfcode/selfcode/app/store"
 	"github.com/selfcode/selfcode/app/worker"
 	"github.com/selfcode/selfcode/handlers"
+	"github.com/selfcode/selfcode/pipeline/chat"
 )
 
 // Deps are the parts that talk to the outside world; the caller picks real
@@ -28,6 +32,12 @@ type Deps struct {
 	// OnStart runs after the store is open and before workers start (e.g. to
 	// reap sandbox containers a crash left).
 	OnStart func(ctx context.Context, st *store.Store, instance string) error
+	// GitHub, when set, is used to comment on and relabel issues after
+	// overnight jobs and when the daily token budget holds a job back.
+	GitHub ghissues.Clients
+	// Reporter writes the morning report's narrative; nil: a client for the
+	// configured endpoint and reporter model.
+	Reporter chat.Model
 }
 
 // Options configures a Server.
@@ -36,6 +46,15 @@ type Options struct {
 	Logger *slog.Logger
 	// Deps builds the outside-world parts once the store is open.
 	Deps func(ctx context.Context, st *store.Store, m *metrics.Metrics, instance string) (Deps, error)
+	// Now is the clock of the store, intake and overnight scheduler; default
+	// time.Now (tests move a fake clock through a window).
+	Now func() time.Time
+	// Tick is how often workers and the overnight scheduler look for due
+	// work; default 1s (workers) and 10s (scheduler).
+	Tick time.Duration
+	// ReportBackoff is the first wait between morning report deliveries;
+	// default 2s.
+	ReportBackoff time.Duration
 }
 
 // Server is a running selfcode.
@@ -46,6 +65,10 @@ type Server struct {
 	Metrics  *metrics.Metrics
 	Pool     *worker.Pool
 	Instance string
+	// Overnight runs the overnight windows and morning reports.
+	Overnight *overnight.Scheduler
+
+	enabled atomic.Bool // the kill switch, changeable at run time
 
 	public, admin     *http.Server
 	publicLn, adminLn net.Listener
@@ -61,7 +84,7 @@ func New(ctx context.Context, o Options) (*Server, error) {
 	if log == nil {
 		log = slog.Default()
 	}
-	st, err := store.Open(store.Options{Path: filepath.Join(cfg.DataDir, "selfcode.db")})
+	st, err := store.Open(store.Options{Path: filepath.Join(cfg.DataDir, "selfcode.db"), Now: o.Now})
 	if err != nil {
 		return nil, err
 	}
@@ -85,10 +108,10 @@ func New(ctx context.Context, o Options) (*Server, error) {
 			return nil, err
 		}
 	}
-	sched := cfg.Schedule()
+	windows := overnight.Windows{Schedule: cfg.Schedule(), Length: cfg.OvernightWindow}
 	router := intake.New(intake.Options{
 		CommandWord: cfg.Command, Label: cfg.Label, OvernightLabel: cfg.OvernightLabel,
-		NextWindow: func(t time.Time) time.Time { return sched.Next(t) },
+		NextWindow: windows.Next, Now: st.Now,
 	})
 	ready := append([]handlers.ReadyCheck{{Name: "store", Check: func(ctx context.Context) error { return st.Ping() }}}, deps.Ready...)
 	pub, err := handlers.NewPublic(handlers.PublicOptions{
@@ -99,16 +122,23 @@ func New(ctx context.Context, o Options) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	enabled := cfg.Enabled
+	s.enabled.Store(cfg.Enabled)
+	hooks, err := s.overnight(deps, windows, o)
+	if err != nil {
+		return nil, err
+	}
 	s.Pool, err = worker.New(worker.Options{
 		Store: st, Runner: deps.Runner, Permissions: deps.Permissions, Notifier: deps.Notifier,
 		Observer: s.Metrics, Workers: cfg.Workers, Instance: s.Instance, Logger: log,
-		Enabled: func() bool { return enabled },
+		Enabled: s.Enabled, Tick: o.Tick,
+		Promote: s.Overnight.Promote, Admit: hooks.admit, Finished: hooks.finished,
+		OvernightMaxDuration: cfg.OvernightMaxDuration,
 	})
 	if err != nil {
 		return nil, err
 	}
-	adm, err := handlers.NewAdmin(handlers.AdminOptions{Jobs: st, Canceler: s.Pool, Metrics: s.Metrics.Handler(), Logger: log})
+	adm, err := handlers.NewAdmin(handlers.AdminOptions{Jobs: st, Canceler: s.Pool, Metrics: s.Metrics.Handler(), Logger: log,
+		Reports: st, Switch: s})
 	if err != nil {
 		return nil, err
 	}
@@ -138,6 +168,9 @@ func (s *Server) Run(ctx context.Context) error {
 	if err := s.Pool.Start(ctx); err != nil {
 		return err
 	}
+	octx, stopOvernight := context.WithCancel(context.Background())
+	overnightDone := make(chan struct{})
+	go func() { s.Overnight.Run(octx); close(overnightDone) }()
 	errc := make(chan error, 2)
 	serve := func(srv *http.Server, ln net.Listener, name string) {
 		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
@@ -147,7 +180,7 @@ func (s *Server) Run(ctx context.Context) error {
 	go serve(s.public, s.publicLn, "public")
 	go serve(s.admin, s.adminLn, "admin")
 	s.log.Info("selfcode serving", "addr", s.PublicAddr(), "admin_addr", s.AdminAddr(), "instance", s.Instance,
-		"workers", s.cfg.Workers, "enabled", s.cfg.Enabled)
+		"workers", s.cfg.Workers, "enabled", s.Enabled())
 	var runErr error
 	select {
 	case <-ctx.Done():
@@ -160,6 +193,8 @@ func (s *Server) Run(ctx context.Context) error {
 	if err := s.Pool.Shutdown(sctx); err != nil {
 		s.log.Warn("shutdown interrupted running jobs; they run again after restart", "err", err)
 	}
+	stopOvernight()
+	<-overnightDone
 	_ = s.admin.Shutdown(sctx)
 	if err := s.Store.Close(); err != nil && runErr == nil {
 		runErr = fmt.Errorf("close store: %w", err)

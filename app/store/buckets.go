@@ -18,6 +18,15 @@ package store
 //	consumed      "comment:<id>" | "review:<id>"                → job id (feedback already turned into a job)
 //	counts        state name                                    → 8-byte big-endian count of jobs in that state
 //	meta          "schema" → schema version; "instance" → this data directory's instance name
+//	windows       8-byte big-endian unix nanos of an overnight window's start → Window as JSON
+//	              {start, jobs, moved, report_id, closed} (the jobs that window started or moved on)
+//	reports       report id (ULID, lower case; sorts by creation)  → Report as JSON (a morning report,
+//	              its payload and delivery state)
+//	usage         installation id (decimal) ‖ 0x00 ‖ day "YYYY-MM-DD" → 8-byte big-endian model tokens
+//	              used that day (daily token budget)
+//
+// A queued job that waits for a time (deferred by the daily budget) also has
+// a scheduled entry; PromoteDue returns it to the FIFO when its time comes.
 var (
 	bucketJobs          = []byte("jobs")
 	bucketQueue         = []byte("queue")
@@ -34,11 +43,15 @@ var (
 	bucketConsumed      = []byte("consumed")
 	bucketCounts        = []byte("counts")
 	bucketMeta          = []byte("meta")
+	bucketWindows       = []byte("windows")
+	bucketReports       = []byte("reports")
+	bucketUsage         = []byte("usage")
 
 	allBuckets = [][]byte{
 		bucketJobs, bucketQueue, bucketControl, bucketLeases, bucketScheduled,
 		bucketDeliveries, bucketDeliveryAge, bucketActive, bucketLast, bucketArtifacts,
 		bucketNotices, bucketInstallations, bucketConsumed, bucketCounts, bucketMeta,
+		bucketWindows, bucketReports, bucketUsage,
 	}
 )
 

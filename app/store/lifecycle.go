@@ -67,6 +67,7 @@ func (s *Store) Lease(ctx context.Context, lane Lane, owner string, ttl time.Dur
 			j.Attempts++
 			j.StartedAt, j.UpdatedAt = now, now
 			j.FinishedAt = time.Time{}
+			j.Tokens = 0 // tokens count this run (the daily budget adds each run's)
 			l, _ := json.Marshal(lease{Owner: owner, Deadline: now.Add(ttl), Attempt: j.Attempts})
 			if err := tx.Bucket(bucketLeases).Put([]byte(j.ID), l); err != nil {
 				return err
@@ -350,51 +351,11 @@ func (s *Store) RecoverLeases(ctx context.Context, maxAttempts int) (Recovered, 
 	return rec, err
 }
 
-// PromoteDue makes scheduled jobs whose time has come runnable and returns
-// their ids.
+// PromoteDue makes every job whose time has come runnable (scheduled jobs
+// and queued jobs deferred until a time) and returns their ids.
 func (s *Store) PromoteDue(ctx context.Context, now time.Time) ([]string, error) {
-	var ids []string
-	runnable := false
-	err := s.update(func(tx *bolt.Tx) error {
-		ids, runnable = nil, false
-		b := tx.Bucket(bucketScheduled)
-		c := b.Cursor()
-		limit := timeKey(now, "\xff")
-		var due [][]byte
-		for k, _ := c.First(); k != nil && string(k) <= string(limit); k, _ = c.Next() {
-			due = append(due, append([]byte(nil), k...))
-		}
-		for _, k := range due {
-			id := string(k[8:])
-			if err := b.Delete(k); err != nil {
-				return err
-			}
-			j, err := getJob(tx, id)
-			if err != nil || j.State != job.StateScheduled {
-				continue
-			}
-			prev := j.State
-			j.State = job.StateQueued
-			j.ScheduledFor = time.Time{}
-			j.UpdatedAt = now
-			sl := getSlot(tx, j.Key())
-			if sl.Current == j.ID {
-				if err := place(tx, j, true); err != nil {
-					return err
-				}
-				runnable = true
-			}
-			if err := putJob(tx, j, prev); err != nil {
-				return err
-			}
-			ids = append(ids, id)
-		}
-		return nil
-	})
-	if err == nil && runnable {
-		s.notify()
-	}
-	return ids, err
+	p, err := s.Promote(ctx, now, PromoteOptions{})
+	return p.Promoted, err
 }
 
 // NextScheduled returns the earliest scheduled time, zero when none.

@@ -92,6 +92,7 @@ func GitHub(o Options) func(ctx context.Context, st *store.Store, m *metrics.Met
 				Label: cfg.Label, OvernightLabel: cfg.OvernightLabel, Logger: log}),
 			Ready:   o.Ready,
 			OnStart: o.OnStart,
+			GitHub:  factory, // issue 6: overnight outcome comments, label swaps, budget notices
 		}, nil
 	}
 }

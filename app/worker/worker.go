@@ -71,6 +71,21 @@ type Options struct {
 	// scheduled jobs and the kill switch); default 1s.
 	Tick   time.Duration
 	Logger *slog.Logger
+
+	// Promote makes scheduled jobs whose time has come runnable; it runs
+	// every Tick and after every job. Default: Store.PromoteDue (the
+	// overnight scheduler replaces it to run one job per repository).
+	Promote func(ctx context.Context, now time.Time) error
+	// Admit, when set, is asked before a permitted pipeline job starts
+	// whether it may start now (e.g. the daily token budget). A non-zero
+	// until returns the job to the queue, unstarted, until then.
+	Admit func(ctx context.Context, j *job.Job) (until time.Time, reason string, err error)
+	// Finished, when set, is called after every recorded result of a
+	// pipeline job (final or back to the queue) with the job as it was
+	// leased and as it ended.
+	Finished func(ctx context.Context, leased, ended *job.Job)
+	// OvernightMaxDuration bounds each overnight job's run; zero: unbounded.
+	OvernightMaxDuration time.Duration
 }
 
 // Pool runs jobs.
@@ -86,12 +101,20 @@ type Pool struct {
 	running map[string]context.CancelCauseFunc
 	started bool
 	stopped bool
+
+	kick chan struct{} // asks maintain to promote now
 }
+
+// OvertimeError begins the error of an overnight job stopped at
+// Options.OvernightMaxDuration.
+const OvertimeError = "stopped: the overnight job ran longer than its limit"
 
 // Causes a run context is canceled with.
 var (
-	errCanceled = errors.New("job canceled")
-	errShutdown = errors.New("server shutting down")
+	errCanceled  = errors.New("job canceled")
+	errShutdown  = errors.New("server shutting down")
+	errOvertime  = errors.New("overnight time limit reached")
+	errDeferring = errors.New("job deferred")
 )
 
 // New checks opts and builds a Pool; Start runs it.
@@ -123,10 +146,18 @@ func New(opts Options) (*Pool, error) {
 	if opts.Enabled == nil {
 		opts.Enabled = func() bool { return true }
 	}
+	if opts.Promote == nil {
+		st := opts.Store
+		opts.Promote = func(ctx context.Context, now time.Time) error {
+			_, err := st.PromoteDue(ctx, now)
+			return err
+		}
+	}
 	runCtx, kill := context.WithCancel(context.Background())
 	return &Pool{
 		o: opts, log: opts.Logger, stopping: make(chan struct{}),
 		runCtx: runCtx, kill: kill, running: map[string]context.CancelCauseFunc{},
+		kick: make(chan struct{}, 1),
 	}, nil
 }
 
@@ -282,7 +313,7 @@ func (p *Pool) maintain() {
 	lastPrune := time.Time{}
 	for {
 		now := p.o.Store.Now()
-		if _, err := p.o.Store.PromoteDue(p.runCtx, now); err != nil {
+		if err := p.o.Promote(p.runCtx, now); err != nil {
 			p.log.Error("promote scheduled jobs", "err", err)
 		}
 		if now.Sub(lastPrune) > time.Hour {
@@ -295,9 +326,19 @@ func (p *Pool) maintain() {
 		}
 		select {
 		case <-tick.C:
+		case <-p.kick:
 		case <-p.stopping:
 			return
 		}
+	}
+}
+
+// Kick asks the scheduler loop to promote due jobs now rather than at the
+// next tick (the pool kicks itself after every job).
+func (p *Pool) Kick() {
+	select {
+	case p.kick <- struct{}{}:
+	default:
 	}
 }
 
@@ -305,6 +346,11 @@ func (p *Pool) execute(owner string, j *job.Job) {
 	log := p.log.With("job_id", j.ID, "repo", j.Repo.FullName(), "issue", j.Issue, "installation_id", j.InstallationID)
 	ctx, cancel := context.WithCancelCause(p.runCtx)
 	defer cancel(nil)
+	if j.Overnight && j.Kind != job.KindControl && p.o.OvernightMaxDuration > 0 {
+		var stop context.CancelFunc
+		ctx, stop = context.WithTimeoutCause(ctx, p.o.OvernightMaxDuration, errOvertime)
+		defer stop()
+	}
 	p.mu.Lock()
 	p.running[j.ID] = cancel
 	p.mu.Unlock()
@@ -325,19 +371,28 @@ func (p *Pool) execute(owner string, j *job.Job) {
 	log.Info("job started", "kind", j.Kind, "attempt", j.Attempts)
 	res := p.run(ctx, j, log)
 	switch cause := context.Cause(ctx); {
+	case errors.Is(res.err, errDeferring):
+		return
 	case errors.Is(cause, errShutdown):
 		log.Warn("job interrupted by shutdown; it runs again after restart")
 		return
+	case errors.Is(cause, errOvertime) && res.State != job.StateSucceeded:
+		res.Result = store.Result{State: job.StateFailed, Outcome: job.OutcomeError,
+			Error: fmt.Sprintf("%s (SELFCODE_OVERNIGHT_MAX_DURATION %s)", OvertimeError, p.o.OvernightMaxDuration)}
 	case errors.Is(cause, errCanceled):
-		res = store.Result{State: job.StateCanceled, Reason: "canceled on request"}
+		res.Result = store.Result{State: job.StateCanceled, Reason: "canceled on request"}
 		if cur, err := p.o.Store.Get(context.Background(), j.ID); err == nil && cur.Reason != "" {
-			res.Reason = cur.Reason
+			res.Result.Reason = cur.Reason
 		}
 	}
-	fin, err := p.o.Store.Finish(context.Background(), j.ID, res)
+	fin, err := p.o.Store.Finish(context.Background(), j.ID, res.Result)
 	if err != nil {
 		log.Error("record job result", "err", err)
 		return
+	}
+	p.Kick()
+	if p.o.Finished != nil && j.Kind != job.KindControl {
+		p.o.Finished(context.Background(), j, fin)
 	}
 	log.Info("job finished", "state", fin.State, "outcome", fin.Outcome, "duration_ms", fin.Duration().Milliseconds(), "error", fin.Error)
 	if p.o.Observer != nil && fin.State.Terminal() {
@@ -362,18 +417,25 @@ func (p *Pool) heartbeat(ctx context.Context, id, owner string, done <-chan stru
 	}
 }
 
+// runResult is how a run ended; err is errDeferring when the job went back
+// to the queue unstarted (nothing left to record).
+type runResult struct {
+	store.Result
+	err error
+}
+
 // run does the job and maps how it ended to a stored result. Panics become
 // failures.
-func (p *Pool) run(ctx context.Context, j *job.Job, log *slog.Logger) (res store.Result) {
+func (p *Pool) run(ctx context.Context, j *job.Job, log *slog.Logger) (res runResult) {
 	defer func() {
 		if r := recover(); r != nil {
 			log.Error("job panicked", "panic", fmt.Sprint(r), "stack", string(debug.Stack()))
-			res = store.Result{State: job.StateFailed, Outcome: job.OutcomeError, Error: fmt.Sprintf("internal error: panic: %v", r)}
+			res = runResult{Result: store.Result{State: job.StateFailed, Outcome: job.OutcomeError, Error: fmt.Sprintf("internal error: panic: %v", r)}}
 		}
 	}()
 	allowed, perm, err := p.o.Permissions.Allowed(ctx, j)
 	if err != nil {
-		return p.failure(j, fmt.Errorf("check permission of %s: %w", j.Trigger.Sender, err))
+		return runResult{Result: p.failure(j, fmt.Errorf("check permission of %s: %w", j.Trigger.Sender, err))}
 	}
 	if !allowed {
 		if first, merr := p.o.Store.MarkNotice(ctx, j.Key(), "permission-denied"); merr == nil && first {
@@ -381,16 +443,39 @@ func (p *Pool) run(ctx context.Context, j *job.Job, log *slog.Logger) (res store
 				log.Error("reply to sender without permission", "err", nerr)
 			}
 		}
-		return store.Result{State: job.StateCanceled, Reason: fmt.Sprintf("sender %s has %s permission; admin, maintain or write is needed", j.Trigger.Sender, perm)}
+		return runResult{Result: store.Result{State: job.StateCanceled, Reason: fmt.Sprintf("sender %s has %s permission; admin, maintain or write is needed", j.Trigger.Sender, perm)}}
 	}
 	if j.Kind == job.KindControl {
-		return p.control(ctx, j, log)
+		return runResult{Result: p.control(ctx, j, log)}
 	}
+	if p.o.Admit != nil && ctx.Err() == nil { // a job canceled meanwhile is not deferred
+		until, reason, err := p.o.Admit(ctx, j)
+		if err != nil {
+			return runResult{Result: p.failure(j, fmt.Errorf("admit job: %w", err))}
+		}
+		if !until.IsZero() {
+			if _, err := p.o.Store.Defer(context.Background(), j.ID, until, reason); err != nil {
+				return runResult{Result: p.failure(j, fmt.Errorf("defer job: %w", err))}
+			}
+			log.Info("job deferred", "until", until, "reason", reason)
+			return runResult{err: errDeferring}
+		}
+	}
+	return runResult{Result: p.pipeline(ctx, j, log)}
+}
+
+// pipeline runs a pipeline job through the Runner and maps how it ended.
+func (p *Pool) pipeline(ctx context.Context, j *job.Job, log *slog.Logger) store.Result {
 	rt := &runtime{store: p.o.Store, id: j.ID, log: log}
 	outcome, err := p.o.Runner.Run(ctx, j, rt)
 	if err != nil {
 		if context.Cause(ctx) != nil {
 			return store.Result{State: job.StateFailed, Outcome: job.OutcomeError, Error: err.Error()}
+		}
+		if errs.Is(err, errs.KindCanceled) {
+			// The runner decided not to do the job (e.g. `enabled: false`
+			// or a plan too wide) and told the issue why.
+			return store.Result{State: job.StateCanceled, Reason: err.Error()}
 		}
 		return p.failure(j, err)
 	}

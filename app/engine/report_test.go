@@ -1,0 +1,46 @@
+package engine_test
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/selfcode/selfcode/app/engine"
+	"github.com/selfcode/selfcode/pipeline"
+	"github.com/selfcode/selfcode/pipeline/repoconfig"
+	"github.com/selfcode/selfcode/templates"
+)
+
+// The pull request body lists the blast radius the scope guard computed.
+func TestPRBodyListsTheBlastRadius(t *testing.T) {
+	tm, err := templates.New(templates.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name  string
+		scope *pipeline.Scope
+		want  []string
+	}{
+		{"packages depend on the change", &pipeline.Scope{BlastRadius: []string{"example.com/m/api", "example.com/m/cmd/tool"}},
+			[]string{"## Blast radius", "`example.com/m/api`", "`example.com/m/cmd/tool`"}},
+		{"nothing depends on it", &pipeline.Scope{BlastRadius: []string{}}, nil},
+		{"not a Go module", nil, nil},
+	}
+	for _, tt := range tests {
+		out := &pipeline.Output{Summary: "Changed it.", Scope: tt.scope}
+		rep := engine.Report(out, repoconfig.Default())
+		rep.JobID, rep.Repository, rep.Issue = "01j", "o/r", 3
+		body, err := tm.PRBody(rep)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, w := range tt.want {
+			if !strings.Contains(body, w) {
+				t.Errorf("%s: PR body lacks %q:\n%s", tt.name, w, body)
+			}
+		}
+		if tt.want == nil && strings.Contains(body, "Blast radius") {
+			t.Errorf("%s: PR body has a blast radius section:\n%s", tt.name, body)
+		}
+	}
+}

@@ -1,0 +1,79 @@
+package server
+
+import (
+	"context"
+	"time"
+
+	"github.com/selfcode/selfcode/app/budget"
+	"github.com/selfcode/selfcode/app/ghissues"
+	"github.com/selfcode/selfcode/app/job"
+	"github.com/selfcode/selfcode/app/llm"
+	"github.com/selfcode/selfcode/app/overnight"
+	"github.com/selfcode/selfcode/pipeline/chat"
+)
+
+// jobHooks are the worker's hooks around each pipeline job.
+type jobHooks struct {
+	admit    func(ctx context.Context, j *job.Job) (time.Time, string, error)
+	finished func(ctx context.Context, leased, ended *job.Job)
+}
+
+// overnight builds the overnight scheduler and the daily token budget.
+func (s *Server) overnight(deps Deps, windows overnight.Windows, o Options) (jobHooks, error) {
+	cfg := s.cfg
+	var issues interface {
+		overnight.Issues
+		budget.Commenter
+	}
+	if deps.GitHub != nil {
+		issues = ghissues.Issues{Clients: deps.GitHub}
+	} else {
+		s.log.Warn("no GitHub client for overnight outcomes and budget notices; issues will not be commented or relabelled")
+	}
+	model := deps.Reporter
+	if model == nil {
+		m, err := llm.New(llm.Options{BaseURL: cfg.LLMBaseURL, APIKey: cfg.LLMAPIKey, Logger: s.log,
+			Models: map[chat.Role]string{chat.RoleReporter: cfg.ModelFor(string(chat.RoleReporter))}})
+		if err != nil {
+			return jobHooks{}, err
+		}
+		model = m
+	}
+	// A nil issues converts to nil interfaces below: no comments, no labels.
+	sched, err := overnight.New(overnight.Options{
+		Store: s.Store, Windows: windows, Issues: issues, Model: model, ReportURL: cfg.ReportWebhookURL,
+		Backoff: o.ReportBackoff, Location: cfg.Location(), OvernightLabel: cfg.OvernightLabel,
+		Tick: o.Tick, Logger: s.log,
+	})
+	if err != nil {
+		return jobHooks{}, err
+	}
+	s.Overnight = sched
+	b, err := budget.New(budget.Options{Ledger: s.Store, Limit: cfg.DailyTokenBudget, Location: cfg.Location(),
+		Now: s.Store.Now, Issues: issues, Logger: s.log})
+	if err != nil {
+		return jobHooks{}, err
+	}
+	return jobHooks{
+		admit: b.Admit,
+		finished: func(ctx context.Context, leased, ended *job.Job) {
+			b.Record(ctx, leased, ended)
+			sched.JobFinished(ctx, leased, ended)
+		},
+	}, nil
+}
+
+// Enabled reports the kill switch: false keeps every pipeline job queued.
+func (s *Server) Enabled() bool { return s.enabled.Load() }
+
+// SetEnabled turns the kill switch at run time (admin API POST
+// /api/enabled). Lifting it wakes the workers, so stored jobs start at once.
+func (s *Server) SetEnabled(on bool) {
+	if s.enabled.Swap(on) == on {
+		return
+	}
+	s.log.Warn("kill switch changed", "enabled", on)
+	if on {
+		s.Store.Wake()
+	}
+}

@@ -1,0 +1,192 @@
+package pipeline_test
+
+import (
+	"context"
+	"encoding/json"
+	"os/exec"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/selfcode/selfcode/app/fakeopenai"
+	"github.com/selfcode/selfcode/app/llm"
+	"github.com/selfcode/selfcode/pipeline"
+	"github.com/selfcode/selfcode/pipeline/chat"
+	"github.com/selfcode/selfcode/pipeline/repoconfig"
+	"github.com/selfcode/selfcode/prompts"
+)
+
+// layered is a module whose packages import each other in a chain:
+// cmd/tool → c → b → a, and d → a.
+var layered = map[string]string{
+	"go.mod":           "module example.com/layers\n\ngo 1.22\n",
+	"a/a.go":           "package a\n\nfunc A() int { return 1 }\n",
+	"a/a_test.go":      "package a\n",
+	"b/b.go":           "package b\n\nimport \"example.com/layers/a\"\n\nfunc B() int { return a.A() }\n",
+	"c/c.go":           "package c\n\nimport \"example.com/layers/b\"\n\nfunc C() int { return b.B() }\n",
+	"d/d.go":           "package d\n\nimport \"example.com/layers/a\"\n\nfunc D() int { return a.A() }\n",
+	"cmd/tool/main.go": "package main\n\nimport \"example.com/layers/c\"\n\nfunc main() { _ = c.C() }\n",
+	"README.md":        "layers\n",
+}
+
+func planTouching(files ...string) string {
+	type f struct {
+		Path    string `json:"path"`
+		Action  string `json:"action"`
+		Purpose string `json:"purpose"`
+	}
+	var fs []f
+	for _, p := range files {
+		fs = append(fs, f{p, "modify", "change it"})
+	}
+	b, _ := json.Marshal(map[string]any{"summary": "change " + strings.Join(files, ", "),
+		"steps": []any{map[string]any{"id": "1", "title": "edit", "files": fs, "acceptance": []string{"tests pass"}}},
+		"risks": []string{}, "questions": []string{}})
+	return string(b)
+}
+
+func TestBlastRadius(t *testing.T) {
+	pkgs := []pipeline.GoPackage{
+		{ImportPath: "m/a", Dir: "/r/a"},
+		{ImportPath: "m/b", Dir: "/r/b", Deps: []string{"fmt", "m/a"}},
+		{ImportPath: "m/c", Dir: "/r/c", Deps: []string{"m/a", "m/b"}},
+		{ImportPath: "m/d", Dir: "/r/d", Deps: []string{"os"}},
+	}
+	tests := []struct {
+		name          string
+		files         []string
+		touched, want []string
+	}{
+		{"leaf package reaches its importers", []string{"a/x.go"}, []string{"m/a"}, []string{"m/b", "m/c"}},
+		{"touched packages are not their own radius", []string{"a/x.go", "b/y.go"}, []string{"m/a", "m/b"}, []string{"m/c"}},
+		{"top package has none", []string{"c/z.go"}, []string{"m/c"}, nil},
+		{"tests and other files touch nothing", []string{"a/x_test.go", "README.md", "a/data.json"}, nil, nil},
+		{"a new directory is no package yet", []string{"e/new.go"}, nil, nil},
+	}
+	for _, tt := range tests {
+		touched, radius := pipeline.BlastRadius(pkgs, "/r", tt.files)
+		if !reflect.DeepEqual(touched, tt.touched) || !reflect.DeepEqual(radius, tt.want) {
+			t.Errorf("%s: touched %v radius %v; want %v and %v", tt.name, touched, radius, tt.touched, tt.want)
+		}
+	}
+}
+
+func TestGoListOnARealModule(t *testing.T) {
+	if _, err := exec.LookPath("go"); err != nil {
+		t.Skip("go not installed")
+	}
+	dir, _ := gitRepo(t, layered)
+	pkgs, err := pipeline.GoList{}.Packages(context.Background(), dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	touched, radius := pipeline.BlastRadius(pkgs, dir, []string{"a/a.go"})
+	want := []string{"example.com/layers/b", "example.com/layers/c", "example.com/layers/cmd/tool", "example.com/layers/d"}
+	if !reflect.DeepEqual(touched, []string{"example.com/layers/a"}) || !reflect.DeepEqual(radius, want) {
+		t.Fatalf("touched %v radius %v", touched, radius)
+	}
+}
+
+// scoped runs the pipeline (without a sandbox: a plan within limits stops at
+// verification) on the layered module with a scripted planner.
+func scoped(t *testing.T, cfgYAML string, plans ...string) (*pipeline.Output, *recorder, *fakeopenai.Server, error) {
+	t.Helper()
+	var script []fakeopenai.Step
+	for _, p := range plans {
+		script = append(script, planner(p))
+	}
+	fake, err := fakeopenai.New(fakeopenai.Options{Script: script})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { fake.Close() })
+	client, err := llm.New(llm.Options{BaseURL: fake.URL(), APIKey: "k", Models: map[chat.Role]string{
+		chat.RolePlanner: "planner", chat.RoleEditor: "editor", chat.RoleFixer: "fixer", chat.RoleReporter: "reporter"}, MaxRetries: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ps, err := prompts.Load(prompts.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := pipeline.New(pipeline.Options{Model: client, Prompts: ps})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := repoconfig.Parse([]byte(cfgYAML))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir, base := gitRepo(t, layered)
+	rec := &recorder{}
+	out, err := p.Run(context.Background(), pipeline.Input{JobID: "01jscope", Repository: "o/layers", Issue: 4,
+		IssueTitle: "Change A", Dir: dir, BaseSHA: base, Config: cfg, Progress: rec})
+	return out, rec, fake, err
+}
+
+func TestScopeGuard(t *testing.T) {
+	if _, err := exec.LookPath("go"); err != nil {
+		t.Skip("go not installed")
+	}
+	tests := []struct {
+		name        string
+		cfg         string
+		plans       []string
+		wantCalls   int
+		wantSkipped string // substring; "" = not skipped
+		wantRadius  []string
+		wantNarrow  bool
+	}{
+		{"within limits: no second planner call", "limits: {blast_radius: 5}", []string{planTouching("a/a.go")},
+			1, "", []string{"example.com/layers/b", "example.com/layers/c", "example.com/layers/cmd/tool", "example.com/layers/d"}, false},
+		{"too wide, narrowed", "limits: {blast_radius: 2}", []string{planTouching("a/a.go"), planTouching("c/c.go")},
+			2, "", []string{"example.com/layers/cmd/tool"}, true},
+		{"too wide twice: skipped", "limits: {blast_radius: 1}", []string{planTouching("a/a.go"), planTouching("b/b.go")},
+			2, "blast radius is 2 packages (limit 1): example.com/layers/c, example.com/layers/cmd/tool", []string{"example.com/layers/c", "example.com/layers/cmd/tool"}, true},
+		{"too many files twice: skipped", "limits: {max_files: 1}", []string{planTouching("c/c.go", "README.md"), planTouching("c/c.go", "d/d.go")},
+			2, "touches 2 files (max_files 1)", []string{"example.com/layers/cmd/tool"}, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			out, rec, fake, err := scoped(t, tt.cfg, tt.plans...)
+			if out == nil {
+				t.Fatalf("no output: %v", err)
+			}
+			if n := len(fake.Requests()); n != tt.wantCalls {
+				t.Fatalf("%d planner calls, want %d", n, tt.wantCalls)
+			}
+			sc := out.Scope
+			if sc == nil || !reflect.DeepEqual(sc.BlastRadius, tt.wantRadius) || sc.Narrowed != tt.wantNarrow {
+				t.Fatalf("scope %+v", sc)
+			}
+			if _, ok := rec.arts[pipeline.ScopeArtifact]; !ok {
+				t.Fatal("no scope artifact")
+			}
+			if tt.wantSkipped == "" {
+				if out.Skipped != "" {
+					t.Fatalf("skipped: %s", out.Skipped)
+				}
+				// It went on to verification, which needs a sandbox here.
+				if err == nil || !strings.Contains(err.Error(), "sandbox") {
+					t.Fatalf("err %v", err)
+				}
+				if tt.wantNarrow && (sc.First == nil || len(sc.First.BlastRadius) != 4) {
+					t.Fatalf("first plan's scope not kept: %+v", sc.First)
+				}
+				if tt.wantNarrow && !strings.Contains(string(fake.Requests()[1].Raw), "too wide for one unattended change") {
+					t.Fatal("the second planner call did not ask for a narrower plan")
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("skip is not an error: %v", err)
+			}
+			if !strings.Contains(out.Skipped, tt.wantSkipped) || !strings.Contains(out.Skipped, "Skipped") {
+				t.Fatalf("skipped %q, want %q", out.Skipped, tt.wantSkipped)
+			}
+			if last := rec.stages[len(rec.stages)-1]; last != "plan:fail" {
+				t.Fatalf("stages %v", rec.stages)
+			}
+		})
+	}
+}
