@@ -30,6 +30,10 @@ type Config struct {
 	LLMModelFixer        string        `env:"SELFCODE_LLM_MODEL_FIXER" yaml:"llm_model_fixer" desc:"model for the fixer role (empty: llm_model)"`
 	LLMModelReporter     string        `env:"SELFCODE_LLM_MODEL_REPORTER" yaml:"llm_model_reporter" desc:"model for the reporter role (empty: llm_model)"`
 	SandboxImage         string        `env:"SELFCODE_SANDBOX_IMAGE" yaml:"sandbox_image" default:"selfcode-sandbox:latest" check:"nonempty" desc:"sandbox image when the repository names none"`
+	SandboxRuntime       string        `env:"SELFCODE_SANDBOX_RUNTIME" yaml:"sandbox_runtime" desc:"OCI runtime for job containers, e.g. runsc for gVisor; empty: the engine's default (startup logs which runtimes the engine has)"`
+	SandboxMemoryMB      int64         `env:"SELFCODE_SANDBOX_MEMORY_MB" yaml:"sandbox_memory_mb" default:"2048" check:"positive" desc:"memory of a job container in MiB (swap is not allowed on top)"`
+	SandboxMilliCPUs     int64         `env:"SELFCODE_SANDBOX_MILLICPUS" yaml:"sandbox_millicpus" default:"1000" check:"positive" desc:"CPU of a job container in thousandths of a CPU"`
+	SandboxPids          int64         `env:"SELFCODE_SANDBOX_PIDS" yaml:"sandbox_pids" default:"512" check:"positive" desc:"processes and threads a job container may have"`
 	Workers              int           `env:"SELFCODE_WORKERS" yaml:"workers" default:"2" check:"positive" desc:"jobs run at once"`
 	Command              string        `env:"SELFCODE_COMMAND" yaml:"command" default:"/selfcode" check:"word" desc:"comment command word"`
 	Label                string        `env:"SELFCODE_LABEL" yaml:"label" default:"selfcode" check:"nonempty" desc:"label that starts a job now"`

@@ -39,6 +39,9 @@ func TestDefaults(t *testing.T) {
 		ShutdownTimeout:      30 * time.Second,
 		LogLevel:             "info",
 		OvernightWindow:      6 * time.Hour,
+		SandboxMemoryMB:      2048,
+		SandboxMilliCPUs:     1000,
+		SandboxPids:          512,
 	}
 	assertSettings(t, c, want)
 	if c.Location() != time.UTC {
@@ -98,6 +101,10 @@ func TestLoadFile(t *testing.T) {
 		ShutdownTimeout:      10 * time.Second,
 		LogLevel:             "debug",
 		OvernightWindow:      4 * time.Hour,
+		SandboxRuntime:       "runsc",
+		SandboxMemoryMB:      4096,
+		SandboxMilliCPUs:     1500,
+		SandboxPids:          256,
 	})
 	berlin, err := time.LoadLocation("Europe/Berlin")
 	if err != nil {

@@ -76,7 +76,8 @@ func Pipeline(o PipelineOptions) (*pipeline.Pipeline, error) {
 // Sandbox starts the sandbox manager for this instance (it reaps what a
 // crashed previous run left) and returns its readiness check.
 func Sandbox(ctx context.Context, cfg *config.Config, instance string, log *slog.Logger) (*sandbox.Manager, handlers.ReadyCheck, error) {
-	m, err := sandbox.New(ctx, sandbox.Options{Instance: instance, Image: cfg.SandboxImage, Logger: log})
+	m, err := sandbox.New(ctx, sandbox.Options{Instance: instance, Image: cfg.SandboxImage, Runtime: cfg.SandboxRuntime, Logger: log,
+		Limits: sandbox.Limits{Memory: cfg.SandboxMemoryMB << 20, CPUs: float64(cfg.SandboxMilliCPUs) / 1000, Pids: cfg.SandboxPids}})
 	if err != nil {
 		return nil, handlers.ReadyCheck{}, err
 	}
