@@ -17,6 +17,7 @@ import (
 
 	bolt "go.etcd.io/bbolt"
 
+	"github.com/selfcode/selfcode/app/gctune"
 	"github.com/selfcode/selfcode/app/intake"
 	"github.com/selfcode/selfcode/app/store"
 	"github.com/selfcode/selfcode/internal/fixtures"
@@ -89,6 +90,7 @@ func deliverTo(h http.Handler, s signed, id string) int {
 // BenchmarkIntake: durable deliveries per second through the real webhook
 // handler (signature check, parse, route) and the bbolt store (fsync'd).
 func BenchmarkIntake(b *testing.B) {
+	gctune.Apply() // as the selfcode binary does
 	h, _ := benchEngine(b)
 	gen := newGenerator(b)
 	var n atomic.Int64
@@ -109,6 +111,7 @@ func BenchmarkIntake(b *testing.B) {
 // BenchmarkBareBatch: the same bytes put with bbolt's DB.Batch at the same
 // concurrency, the ceiling intake is measured against.
 func BenchmarkBareBatch(b *testing.B) {
+	gctune.Apply() // the same GC setting as the intake benchmark
 	db, err := bolt.Open(filepath.Join(b.TempDir(), "bare.db"), 0o600, nil)
 	if err != nil {
 		b.Fatal(err)
@@ -140,6 +143,7 @@ func BenchmarkBareBatch(b *testing.B) {
 // second (each started on its own schedule, never waiting for the previous
 // one) for the benchmark's duration; reports p50/p99/max handler latency.
 func BenchmarkIntakeLatencyAt1000(b *testing.B) {
+	gctune.Apply()
 	h, _ := benchEngine(b)
 	const rate = 1000
 	total := b.N

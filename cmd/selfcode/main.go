@@ -9,6 +9,8 @@ import (
 
 	"github.com/gin-gonic/gin"
 	"github.com/spf13/cobra"
+
+	"github.com/selfcode/selfcode/app/gctune"
 )
 
 // exitError carries a process exit status through cobra.
@@ -21,6 +23,7 @@ func (e *exitError) Error() string { return e.err.Error() }
 
 func main() {
 	gin.SetMode(gin.ReleaseMode)
+	gctune.Apply()
 	root := &cobra.Command{
 		Use:           "selfcode",
 		Short:         "A self-hosted GitHub App that turns /selfcode comments into verified pull requests",
