@@ -42,7 +42,7 @@ func TestEditorToolCallRoundTrip(t *testing.T) {
 		Role: "editor",
 		ToolCalls: []fakeopenai.ToolCall{
 			{ID: "call_a", Name: "view", Arguments: `{"path":"main.go"}`},
-			{Name: "search", Arguments: `{"pattern":"TODO"}`},
+			{Name: "search", Arguments: `{"pattern":"func Greet"}`},
 		},
 		PromptTokens:     120,
 		CompletionTokens: 30,
@@ -79,7 +79,7 @@ func TestEditorToolCallRoundTrip(t *testing.T) {
 	if got := resp.Message.ToolCalls[0]; got != (chat.ToolCall{ID: "call_a", Name: "view", Arguments: `{"path":"main.go"}`}) {
 		t.Errorf("tool call 0 = %+v", got)
 	}
-	if got := resp.Message.ToolCalls[1]; got.ID == "" || got.Name != "search" || got.Arguments != `{"pattern":"TODO"}` {
+	if got := resp.Message.ToolCalls[1]; got.ID == "" || got.Name != "search" || got.Arguments != `{"pattern":"func Greet"}` {
 		t.Errorf("tool call 1 = %+v, want search with a generated id", got)
 	}
 	if resp.FinishReason != "tool_calls" || resp.Model != "editor-model" {
