@@ -269,8 +269,19 @@ func (p *parser) duration(key string, v *yaml.Node) (time.Duration, bool) {
 
 // commands decodes a list of non-empty shell command strings.
 func (p *parser) commands(key string, v *yaml.Node) []string {
+	return p.list(key, v, "commands", func(s string) string {
+		if strings.TrimSpace(s) == "" {
+			return "must not be empty"
+		}
+		return ""
+	})
+}
+
+// list decodes a list of strings, each checked by check (which returns
+// what is wrong, or "").
+func (p *parser) list(key string, v *yaml.Node, what string, check func(string) string) []string {
 	if v.Kind != yaml.SequenceNode {
-		p.fail(key, v, "must be a list of commands, got %s", describe(v))
+		p.fail(key, v, "must be a list of %s, got %s", what, describe(v))
 		return nil
 	}
 	out := []string{}
@@ -281,8 +292,8 @@ func (p *parser) commands(key string, v *yaml.Node) []string {
 		if !ok {
 			continue
 		}
-		if strings.TrimSpace(s) == "" {
-			p.fail(ik, item, "must not be empty")
+		if msg := check(s); msg != "" {
+			p.fail(ik, item, "%s", msg)
 			continue
 		}
 		out = append(out, s)
@@ -394,25 +405,7 @@ func (p *parser) paths(key string, v *yaml.Node, out *Paths) {
 }
 
 func (p *parser) globs(key string, v *yaml.Node) []string {
-	if v.Kind != yaml.SequenceNode {
-		p.fail(key, v, "must be a list of globs, got %s", describe(v))
-		return nil
-	}
-	out := []string{}
-	for i, item := range v.Content {
-		item = resolve(item)
-		ik := fmt.Sprintf("%s[%d]", key, i)
-		s, ok := p.str(ik, item)
-		if !ok {
-			continue
-		}
-		if msg := CheckGlob(s); msg != "" {
-			p.fail(ik, item, "%s", msg)
-			continue
-		}
-		out = append(out, s)
-	}
-	return out
+	return p.list(key, v, "globs", CheckGlob)
 }
 
 // CheckGlob says what is wrong with a path glob, or "" when it is usable:
