@@ -15,6 +15,8 @@ import (
 
 	"github.com/bradleyfalzon/ghinstallation/v2"
 	gh "github.com/google/go-github/v60/github"
+
+	"github.com/selfcode/selfcode/internal/ctxsleep"
 )
 
 // DefaultBaseURL is GitHub.com's REST API.
@@ -112,7 +114,7 @@ func New(opts Options) (*Factory, error) {
 		opts.Now = time.Now
 	}
 	if opts.Sleep == nil {
-		opts.Sleep = sleepCtx
+		opts.Sleep = ctxsleep.Sleep
 	}
 	if opts.Transport == nil {
 		opts.Transport = &http.Transport{

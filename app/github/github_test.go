@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/selfcode/selfcode/app/fakegithub"
+	"github.com/selfcode/selfcode/internal/ctxsleep"
 )
 
 var testKey = sync.OnceValue(func() []byte {
@@ -58,7 +59,7 @@ func (s *sleeps) Sleep(ctx context.Context, d time.Duration) error {
 	s.waits = append(s.waits, d)
 	s.mu.Unlock()
 	if s.real {
-		return sleepCtx(ctx, d)
+		return ctxsleep.Sleep(ctx, d)
 	}
 	if s.clock != nil {
 		s.clock.Advance(d)

@@ -61,20 +61,6 @@ type transport struct {
 	locks map[string]chan struct{}
 }
 
-func sleepCtx(ctx context.Context, d time.Duration) error {
-	if d <= 0 {
-		return ctx.Err()
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-}
-
 // lockRepo acquires the write lock of a repository, or fails when ctx ends first.
 func (t *transport) lockRepo(ctx context.Context, key string) (func(), error) {
 	t.mu.Lock()

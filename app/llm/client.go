@@ -12,6 +12,7 @@ import (
 
 	openai "github.com/sashabaranov/go-openai"
 
+	"github.com/selfcode/selfcode/internal/ctxsleep"
 	"github.com/selfcode/selfcode/pipeline/chat"
 )
 
@@ -120,7 +121,7 @@ func New(opts Options) (*Client, error) {
 	backoff.Max = max(backoff.Max, backoff.Base)
 	sleep := opts.Sleep
 	if sleep == nil {
-		sleep = sleepCtx
+		sleep = ctxsleep.Sleep
 	}
 	logger := opts.Logger
 	if logger == nil {

@@ -74,21 +74,6 @@ func clampSeconds(s float64) time.Duration {
 	return time.Duration(s * float64(time.Second))
 }
 
-// sleepCtx waits for d or until ctx ends.
-func sleepCtx(ctx context.Context, d time.Duration) error {
-	if d <= 0 {
-		return ctx.Err()
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-}
-
 // attemptInfo is what the transport saw of one HTTP exchange; headerDoer
 // fills it in through the request context because go-openai drops the
 // headers of error answers.

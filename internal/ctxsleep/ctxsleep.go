@@ -1,0 +1,23 @@
+// Package ctxsleep waits for a duration unless a context ends first; the
+// retry loops of the GitHub and model clients share it.
+package ctxsleep
+
+import (
+	"context"
+	"time"
+)
+
+// Sleep waits for d or until ctx ends, and returns ctx's error in that case.
+func Sleep(ctx context.Context, d time.Duration) error {
+	if d <= 0 {
+		return ctx.Err()
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
