@@ -28,7 +28,10 @@ type Deps struct {
 	Runner      worker.Runner
 	Permissions worker.PermissionChecker
 	Notifier    worker.Notifier
-	Ready       []handlers.ReadyCheck
+	// Hold, when set, keeps every job stored and queued and says why (the
+	// worker pool then needs no Runner, Permissions or Notifier).
+	Hold  string
+	Ready []handlers.ReadyCheck
 	// OnStart runs after the store is open and before workers start (e.g. to
 	// reap sandbox containers a crash left).
 	OnStart func(ctx context.Context, st *store.Store, instance string) error
@@ -130,7 +133,7 @@ func New(ctx context.Context, o Options) (*Server, error) {
 	s.Pool, err = worker.New(worker.Options{
 		Store: st, Runner: deps.Runner, Permissions: deps.Permissions, Notifier: deps.Notifier,
 		Observer: s.Metrics, Workers: cfg.Workers, Instance: s.Instance, Logger: log,
-		Enabled: s.Enabled, Tick: o.Tick,
+		Enabled: s.Enabled, Tick: o.Tick, Hold: deps.Hold,
 		Promote: s.Overnight.Promote, Admit: hooks.admit, Finished: hooks.finished,
 		OvernightMaxDuration: cfg.OvernightMaxDuration,
 	})

@@ -64,6 +64,10 @@ type Options struct {
 	Instance       string        // lease owner name
 	LeaseTTL       time.Duration // default 1m
 	MaxAttempts    int           // default 3
+	// Hold, when set, says why no job can run in this process (e.g. no
+	// GitHub App credentials): nothing is leased, jobs stay stored and
+	// queued, and the reason is logged at start.
+	Hold string
 	// Enabled is the kill switch; pipeline jobs are not leased while it
 	// returns false. nil means always enabled.
 	Enabled func() bool
@@ -119,7 +123,7 @@ var (
 
 // New checks opts and builds a Pool; Start runs it.
 func New(opts Options) (*Pool, error) {
-	if opts.Store == nil || opts.Runner == nil || opts.Permissions == nil || opts.Notifier == nil {
+	if opts.Store == nil || (opts.Hold == "" && (opts.Runner == nil || opts.Permissions == nil || opts.Notifier == nil)) {
 		return nil, errs.E(errs.KindInvalid, "worker pool needs a store, runner, permission checker and notifier", nil)
 	}
 	if opts.Workers <= 0 {
@@ -171,6 +175,9 @@ func (p *Pool) Start(ctx context.Context) error {
 	}
 	p.started = true
 	p.mu.Unlock()
+	if p.o.Hold != "" {
+		p.log.Warn("jobs are stored but not run", "reason", p.o.Hold)
+	}
 	p.o.Store.OnCancel(p.interrupt)
 	rec, err := p.o.Store.RecoverLeases(ctx, p.o.MaxAttempts)
 	if err != nil {
@@ -285,7 +292,7 @@ func (p *Pool) loop(lane store.Lane, owner string) {
 	for !p.isStopping() {
 		wake := p.o.Store.Wait()
 		var j *job.Job
-		if lane == store.LaneControl || p.o.Enabled() {
+		if p.o.Hold == "" && (lane == store.LaneControl || p.o.Enabled()) {
 			var err error
 			j, err = p.o.Store.Lease(p.runCtx, lane, owner, p.o.LeaseTTL)
 			if err != nil {

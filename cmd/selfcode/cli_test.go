@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 func runCLI(t *testing.T, env []string, args ...string) (string, int) {
@@ -80,4 +81,38 @@ func TestJobsCommands(t *testing.T) {
 	if c != 0 || !strings.HasPrefix(v, "selfcode ") {
 		t.Fatalf("version: %q", v)
 	}
+}
+
+// serve with only a webhook secret (no App credentials) takes deliveries and
+// keeps the jobs stored and queued until it is given credentials.
+func TestServeWithoutAppCredentialsHoldsJobs(t *testing.T) {
+	data := t.TempDir()
+	p := launch(t, []string{"serve"}, append(dockerEnv(),
+		"PATH="+os.Getenv("PATH"), "HOME="+os.Getenv("HOME"),
+		"SELFCODE_WEBHOOK_SECRET="+testSecret, "SELFCODE_DATA_DIR="+data,
+		"SELFCODE_ADDR=127.0.0.1:0", "SELFCODE_ADMIN_ADDR=127.0.0.1:0"), "")
+	code, out, err := p.deliver("issue_comment", "nocreds-1", commandPayload(t, 3, "/selfcode go"))
+	if err != nil || code != http.StatusAccepted || out["status"] != "queued" {
+		t.Fatalf("delivery: %d %v %v", code, out, err)
+	}
+	if !strings.Contains(p.logText(), "jobs are stored but not run") {
+		t.Fatalf("no warning about the missing credentials:\n%s", p.logText())
+	}
+	// Watch the job over three of the workers' 1 s ticks: it stays queued
+	// (a worker without the hold would lease it within one).
+	end := time.Now().Add(3 * time.Second)
+	tick := time.NewTicker(100 * time.Millisecond)
+	defer tick.Stop()
+	for time.Now().Before(end) {
+		jobs := p.allJobs(t)
+		if len(jobs) != 1 || jobs[0].State != "queued" {
+			t.Fatalf("jobs %+v", jobs)
+		}
+		<-tick.C
+	}
+	resp, err := http.Get("http://" + p.addr + "/healthz")
+	if err != nil || resp.StatusCode != 200 {
+		t.Fatalf("healthz: %v %v", resp, err)
+	}
+	resp.Body.Close()
 }

@@ -8,7 +8,6 @@ import (
 
 	"github.com/selfcode/selfcode/app/config"
 	"github.com/selfcode/selfcode/app/engine"
-	"github.com/selfcode/selfcode/app/errs"
 	"github.com/selfcode/selfcode/app/metrics"
 	"github.com/selfcode/selfcode/app/server"
 	"github.com/selfcode/selfcode/app/store"
@@ -34,12 +33,16 @@ func productDeps(cfg *config.Config, log *slog.Logger) depsFunc {
 // sandbox (which reaps what a crashed previous run left) and its readiness
 // check.
 func githubDeps(ctx context.Context, cfg *config.Config, log *slog.Logger, st *store.Store, m *metrics.Metrics, instance string) (server.Deps, error) {
-	if cfg.AppID == 0 {
-		return server.Deps{}, errs.E(errs.KindInvalid, "SELFCODE_APP_ID is required to serve (run `selfcode setup` to register the App)", nil)
-	}
 	sb, ready, err := wire.Sandbox(ctx, cfg, instance, log)
 	if err != nil {
 		return server.Deps{}, err
+	}
+	if cfg.AppID == 0 || (cfg.PrivateKey == "" && cfg.PrivateKeyPath == "") {
+		// Without App credentials nothing can be done on GitHub: deliveries
+		// are still verified and stored, and the jobs wait (never lost)
+		// until the server is restarted with credentials.
+		return server.Deps{Ready: []handlers.ReadyCheck{ready},
+			Hold: "no GitHub App credentials: set SELFCODE_APP_ID and SELFCODE_PRIVATE_KEY or SELFCODE_PRIVATE_KEY_PATH (selfcode setup writes them)"}, nil
 	}
 	p, err := wire.Pipeline(wire.PipelineOptions{Config: cfg, Logger: log, Metrics: m, Sandbox: sb})
 	if err != nil {
