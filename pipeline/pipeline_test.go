@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/selfcode/selfcode/app/engine"
 	"github.com/selfcode/selfcode/app/fakeopenai"
@@ -429,4 +430,24 @@ func TestBudgets(t *testing.T) {
 			t.Fatalf("stop %q tokens %d", out.StopReason, out.Tokens)
 		}
 	})
+}
+
+func TestJobTimeoutStopsCleanly(t *testing.T) {
+	// The planner answers after 30 s; the job's wall clock is 2 s.
+	slow := planner(goodPlan)
+	slow.Delay = fakeopenai.Duration(30 * time.Second)
+	h := newHarness(t, sample, fastVerify+"limits: {job_timeout: 2s}\n", slow)
+	begin := time.Now()
+	out, err := h.run()
+	if err == nil || out == nil || out.StopReason != pipeline.StopTimeout {
+		t.Fatalf("err %v stop %q", err, func() string {
+			if out == nil {
+				return "<no output>"
+			}
+			return out.StopReason
+		}())
+	}
+	if !strings.Contains(err.Error(), pipeline.StopTimeout) || time.Since(begin) > 20*time.Second {
+		t.Fatalf("error %q after %s", err, time.Since(begin))
+	}
 }
