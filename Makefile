@@ -50,9 +50,18 @@ fuzz:
 	$(GO) test ./app/command -run XXX -fuzz FuzzParse -fuzztime $(FUZZTIME)
 	$(GO) test ./app/intake -run XXX -fuzz FuzzRoute -fuzztime $(FUZZTIME)
 	$(GO) test ./app/config -run XXX -fuzz FuzzLoadYAML -fuzztime $(FUZZTIME)
+	$(GO) test ./pipeline/repoconfig -run XXX -fuzz FuzzParse -fuzztime $(FUZZTIME)
+	$(GO) test ./pipeline/tools -run XXX -fuzz FuzzStrReplace -fuzztime $(FUZZTIME)
+	$(GO) test ./pipeline/verify -run XXX -fuzz FuzzParseTestJSON -fuzztime $(FUZZTIME)
+	$(GO) test ./prompts -run XXX -fuzz FuzzData -fuzztime $(FUZZTIME)
+	$(GO) test ./templates -run XXX -fuzz FuzzFence -fuzztime $(FUZZTIME)
+	$(GO) test ./app/fakeopenai -run XXX -fuzz FuzzLoadTranscript -fuzztime $(FUZZTIME)
+	$(GO) test ./app/llm -run XXX -fuzz FuzzParseRetryAfter -fuzztime $(FUZZTIME)
 
 bench:
-	$(GO) test ./handlers -run XXX -bench . -benchtime 3s
+	$(GO) test ./handlers -run XXX -bench . -benchtime 5s
+	$(GO) test ./app/sandbox -run XXX -bench . -benchtime 30x
+	$(GO) test ./app/engine -run XXX -bench PipelineOverhead -benchtime 10x
 
 demo:
 	$(GO) run ./cmd/selfcode demo
