@@ -317,7 +317,11 @@ func (s *jobState) run(ctx context.Context) error {
 		if round > 0 {
 			name = "fix"
 		}
-		s.stage(name, "running", fmt.Sprintf("round %d", round))
+		what := "checking the change"
+		if round > 0 {
+			what = fmt.Sprintf("checking fix round %d", round)
+		}
+		s.stage(name, "running", what)
 		head, err := s.verifyChanges(ctx, sess, cmds, round)
 		if err != nil {
 			s.stage(name, "fail", err.Error())
