@@ -107,6 +107,9 @@
             b.disabled = false;
             return;
           }
+          // The live log may already have reported the end; its final
+          // state is newer than this answer.
+          if (document.body.dataset.ended === "true") return;
           status.textContent = res.body.cancel_requested ? "cancel requested; stopping" : "canceled";
           setState(res.body.state);
         })
