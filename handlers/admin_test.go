@@ -16,20 +16,13 @@ import (
 	"github.com/selfcode/selfcode/app/store"
 )
 
-type storeCanceler struct{ st *store.Store }
-
-func (c storeCanceler) Cancel(ctx context.Context, id, reason string) (*job.Job, error) {
-	j, _, err := c.st.Cancel(ctx, id, reason)
-	return j, err
-}
-
 func newAdmin(t *testing.T) (*store.Store, string) {
 	t.Helper()
 	st, err := store.Open(store.Options{Path: filepath.Join(t.TempDir(), "selfcode.db")})
 	if err != nil {
 		t.Fatal(err)
 	}
-	eng, err := NewAdmin(AdminOptions{Jobs: st, Canceler: storeCanceler{st}, Metrics: metrics.New(metrics.Options{Stats: st}).Handler()})
+	eng, err := NewAdmin(AdminOptions{Jobs: st, Canceler: st, Metrics: metrics.New(metrics.Options{Stats: st}).Handler()})
 	if err != nil {
 		t.Fatal(err)
 	}

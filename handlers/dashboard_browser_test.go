@@ -157,7 +157,7 @@ func TestDashboardInBrowser(t *testing.T) {
 		_ = pool.Shutdown(sctx)
 		stopPool()
 	}()
-	eng, err := NewAdmin(AdminOptions{Jobs: st, Canceler: pool, LivePoll: 50 * time.Millisecond})
+	eng, err := NewAdmin(AdminOptions{Jobs: st, Canceler: st, LivePoll: 50 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -123,7 +123,7 @@ func newDashFixture(t *testing.T) *dashFixture {
 
 func (f *dashFixture) serve(t *testing.T) string {
 	t.Helper()
-	eng, err := NewAdmin(AdminOptions{Jobs: f.st, Canceler: storeCanceler{f.st}, LivePoll: 20 * time.Millisecond})
+	eng, err := NewAdmin(AdminOptions{Jobs: f.st, Canceler: f.st, LivePoll: 20 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -381,7 +381,7 @@ func TestDashboardEvents(t *testing.T) {
 // admin server's graceful shutdown.
 func TestDashboardEventsEndOnShutdown(t *testing.T) {
 	f := newDashFixture(t)
-	eng, err := NewAdmin(AdminOptions{Jobs: f.st, Canceler: storeCanceler{f.st}, LivePoll: 20 * time.Millisecond})
+	eng, err := NewAdmin(AdminOptions{Jobs: f.st, Canceler: f.st, LivePoll: 20 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}

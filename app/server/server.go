@@ -140,7 +140,7 @@ func New(ctx context.Context, o Options) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	adm, err := handlers.NewAdmin(handlers.AdminOptions{Jobs: st, Canceler: s.Pool, Metrics: s.Metrics.Handler(), Logger: log,
+	adm, err := handlers.NewAdmin(handlers.AdminOptions{Jobs: st, Canceler: st, Metrics: s.Metrics.Handler(), Logger: log,
 		Reports: st, Switch: s})
 	if err != nil {
 		return nil, err

@@ -168,21 +168,22 @@ func laneOf(j *job.Job) Lane {
 	return LanePipeline
 }
 
-// Cancel cancels one job. A queued or scheduled job is canceled at once; a
-// running job is marked CancelRequested and the caller must interrupt the
-// worker running it (running reports that). A finished job is a conflict.
-func (s *Store) Cancel(ctx context.Context, id, reason string) (j *job.Job, running bool, err error) {
+// Cancel cancels one job: a queued or scheduled job at once; a running job
+// is marked CancelRequested and its worker interrupted (OnCancel). A
+// finished job is a conflict.
+func (s *Store) Cancel(ctx context.Context, id, reason string) (*job.Job, error) {
 	now := s.now().UTC()
-	runnable := false
-	err = s.update(func(tx *bolt.Tx) error {
+	var j *job.Job
+	running := false
+	err := s.update(func(tx *bolt.Tx) error {
 		var err error
-		j, running, runnable, err = cancelTx(tx, id, reason, now)
+		j, running, _, err = cancelTx(tx, id, reason, now)
 		return err
 	})
-	if err == nil && runnable {
-		s.notify()
+	if err == nil && running {
+		s.interrupt(id)
 	}
-	return j, running, err
+	return j, err
 }
 
 func cancelTx(tx *bolt.Tx, id, reason string, now time.Time) (*job.Job, bool, bool, error) {
@@ -202,30 +203,50 @@ func cancelTx(tx *bolt.Tx, id, reason string, now time.Time) (*job.Job, bool, bo
 	return j, false, false, errs.E(errs.KindConflict, fmt.Sprintf("job %s is already %s", id, j.State), nil)
 }
 
-// CancelIssue cancels every active pipeline job of an issue (the waiting one
-// and the running one) and returns them; running ones need interrupting.
+// CancelIssue cancels every active pipeline job of an issue (the waiting
+// one and the running one, whose worker is interrupted) and returns them.
 func (s *Store) CancelIssue(ctx context.Context, key, reason string) ([]*job.Job, error) {
 	now := s.now().UTC()
 	var out []*job.Job
+	var running []string
 	err := s.update(func(tx *bolt.Tx) error {
-		out = nil
-		sl := getSlot(tx, key)
-		for _, id := range []string{sl.Next, sl.Current} {
-			if id == "" {
-				continue
-			}
-			j, _, _, err := cancelTx(tx, id, reason, now)
-			if errs.Is(err, errs.KindConflict) || err == ErrNotFound {
-				continue
-			}
-			if err != nil {
-				return err
-			}
-			out = append(out, j)
-		}
-		return nil
+		var err error
+		out, running, err = cancelIssueTx(tx, key, reason, now)
+		return err
 	})
-	return out, err
+	if err != nil {
+		return nil, err
+	}
+	for _, id := range running {
+		s.interrupt(id)
+	}
+	return out, nil
+}
+
+// cancelIssueTx cancels an issue's waiting job and marks its running one; it
+// returns the jobs it touched and the ids of those still running, which the
+// caller interrupts once the transaction has committed.
+func cancelIssueTx(tx *bolt.Tx, key, reason string, now time.Time) ([]*job.Job, []string, error) {
+	sl := getSlot(tx, key)
+	var out []*job.Job
+	var running []string
+	for _, id := range []string{sl.Next, sl.Current} {
+		if id == "" {
+			continue
+		}
+		j, wasRunning, _, err := cancelTx(tx, id, reason, now)
+		if errs.Is(err, errs.KindConflict) || err == ErrNotFound {
+			continue
+		}
+		if err != nil {
+			return nil, nil, err
+		}
+		if wasRunning {
+			running = append(running, j.ID)
+		}
+		out = append(out, j)
+	}
+	return out, running, nil
 }
 
 // Retry runs a finished job again as the same job (same id, same published

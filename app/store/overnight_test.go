@@ -155,7 +155,7 @@ func TestDeferKeepsTheJobQueuedUntilItsTime(t *testing.T) {
 	if _, err := s.Defer(ctx, id3, clk.Now().Add(time.Hour), "budget"); err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := s.Cancel(ctx, id3, "no"); err != nil {
+	if _, err := s.Cancel(ctx, id3, "no"); err != nil {
 		t.Fatal(err)
 	}
 	clk.Add(2 * time.Hour)

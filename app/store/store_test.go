@@ -176,31 +176,33 @@ func TestSingleFlight(t *testing.T) {
 func TestCancel(t *testing.T) {
 	ctx := context.Background()
 	s, _, _ := open(t)
+	var interrupted []string
+	s.OnCancel(func(id string) { interrupted = append(interrupted, id) })
 	a := submit(t, s, "d1", runJob(1, "a"))
-	j, running, err := s.Cancel(ctx, a.JobID, "asked")
-	if err != nil || running || j.State != job.StateCanceled {
-		t.Fatalf("cancel queued: %+v %v %v", j, running, err)
+	j, err := s.Cancel(ctx, a.JobID, "asked")
+	if err != nil || j.State != job.StateCanceled || len(interrupted) != 0 {
+		t.Fatalf("cancel queued: %+v %v interrupted %v", j, err, interrupted)
 	}
 	if take(t, s, LanePipeline) != nil {
 		t.Fatal("canceled job leased")
 	}
-	if _, _, err := s.Cancel(ctx, a.JobID, "again"); !errs.Is(err, errs.KindConflict) {
+	if _, err := s.Cancel(ctx, a.JobID, "again"); !errs.Is(err, errs.KindConflict) {
 		t.Fatalf("cancel of canceled job: %v", err)
 	}
 	b := submit(t, s, "d2", runJob(1, "b"))
 	take(t, s, LanePipeline)
-	j, running, err = s.Cancel(ctx, b.JobID, "stop")
-	if err != nil || !running || !j.CancelRequested || j.State != job.StateRunning {
-		t.Fatalf("cancel running: %+v %v %v", j, running, err)
+	j, err = s.Cancel(ctx, b.JobID, "stop")
+	if err != nil || !j.CancelRequested || j.State != job.StateRunning || len(interrupted) != 1 || interrupted[0] != b.JobID {
+		t.Fatalf("cancel running: %+v %v interrupted %v", j, err, interrupted)
 	}
-	if _, _, err := s.Cancel(ctx, "01jxxxxxxxxxxxxxxxxxxxxxxx", "x"); !errs.Is(err, errs.KindNotFound) {
+	if _, err := s.Cancel(ctx, "01jxxxxxxxxxxxxxxxxxxxxxxx", "x"); !errs.Is(err, errs.KindNotFound) {
 		t.Fatalf("unknown job: %v", err)
 	}
 	// CancelIssue takes both the running and the waiting job.
 	c := submit(t, s, "d3", runJob(1, "c"))
 	got, err := s.CancelIssue(ctx, job.IssueKey("codertocat/hello-world", 1), "cancel command")
-	if err != nil || len(got) != 2 {
-		t.Fatalf("CancelIssue: %d jobs, %v", len(got), err)
+	if err != nil || len(got) != 2 || len(interrupted) != 2 || interrupted[1] != b.JobID {
+		t.Fatalf("CancelIssue: %d jobs, %v, interrupted %v", len(got), err, interrupted)
 	}
 	if mustGet(t, s, c.JobID).State != job.StateCanceled {
 		t.Fatal("waiting job not canceled")

@@ -123,9 +123,13 @@ func (s *Store) Submit(ctx context.Context, sub Submission) (Receipt, error) {
 		case ActionCancelOvernight:
 			rc, err = cancelOvernight(tx, sub.Key, now)
 		case ActionCancelIssue:
-			var running []string
-			rc, running, err = cancelIssue(tx, sub.Key, sub.Reason, now)
-			interrupt = running
+			var jobs []*job.Job
+			jobs, interrupt, err = cancelIssueTx(tx, sub.Key, sub.Reason, now)
+			if len(jobs) > 0 {
+				rc = Receipt{JobID: jobs[len(jobs)-1].ID, Status: string(job.StateCanceled)}
+			} else {
+				rc.Ignored = "no queued or running job for this pull request"
+			}
 		default:
 			return errs.E(errs.KindInvalid, fmt.Sprintf("unknown submission action %d", sub.Action), nil)
 		}
@@ -188,34 +192,6 @@ func consume(tx *bolt.Tx, j *job.Job) error {
 		}
 	}
 	return nil
-}
-
-// cancelIssue cancels an issue's waiting job and marks its running one; it
-// returns the running job ids, which the caller interrupts.
-func cancelIssue(tx *bolt.Tx, key, reason string, now time.Time) (Receipt, []string, error) {
-	sl := getSlot(tx, key)
-	var rc Receipt
-	var running []string
-	for _, id := range []string{sl.Next, sl.Current} {
-		if id == "" {
-			continue
-		}
-		j, wasRunning, _, err := cancelTx(tx, id, reason, now)
-		if errs.Is(err, errs.KindConflict) || err == ErrNotFound {
-			continue
-		}
-		if err != nil {
-			return rc, nil, err
-		}
-		if wasRunning {
-			running = append(running, j.ID)
-		}
-		rc = Receipt{JobID: j.ID, Status: string(job.StateCanceled)}
-	}
-	if rc.JobID == "" {
-		rc.Ignored = "no queued or running job for this pull request"
-	}
-	return rc, running, nil
 }
 
 // enqueue places a new pipeline job under the single-flight rules of contract

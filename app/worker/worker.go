@@ -232,30 +232,6 @@ func (p *Pool) Shutdown(ctx context.Context) error {
 	return fmt.Errorf("shutdown: running jobs interrupted: %w", ctx.Err())
 }
 
-// Cancel cancels a job: at once when it waits, by interrupting its worker
-// when it runs.
-func (p *Pool) Cancel(ctx context.Context, id, reason string) (*job.Job, error) {
-	j, running, err := p.o.Store.Cancel(ctx, id, reason)
-	if err != nil {
-		return j, err
-	}
-	if running {
-		p.interrupt(id)
-	}
-	return j, nil
-}
-
-// CancelIssue cancels the waiting and running pipeline jobs of an issue.
-func (p *Pool) CancelIssue(ctx context.Context, key, reason string) ([]*job.Job, error) {
-	jobs, err := p.o.Store.CancelIssue(ctx, key, reason)
-	for _, j := range jobs {
-		if j.State == job.StateRunning {
-			p.interrupt(j.ID)
-		}
-	}
-	return jobs, err
-}
-
 func (p *Pool) interrupt(id string) {
 	p.mu.Lock()
 	c := p.running[id]
@@ -506,7 +482,7 @@ func (p *Pool) control(ctx context.Context, j *job.Job, log *slog.Logger) store.
 	key := j.Key()
 	switch j.Trigger.Command {
 	case "cancel":
-		jobs, err := p.CancelIssue(ctx, key, fmt.Sprintf("canceled by %s", j.Trigger.Sender))
+		jobs, err := p.o.Store.CancelIssue(ctx, key, fmt.Sprintf("canceled by %s", j.Trigger.Sender))
 		if err != nil {
 			return p.failure(j, err)
 		}

@@ -221,7 +221,7 @@ func TestCancelRunningJob(t *testing.T) {
 	}), nil, nil)
 	id := e.submit(t, 1, "maint")
 	<-started
-	if _, err := e.pool.Cancel(context.Background(), id, "operator"); err != nil {
+	if _, err := e.st.Cancel(context.Background(), id, "operator"); err != nil {
 		t.Fatal(err)
 	}
 	j := e.wait(t, id)
