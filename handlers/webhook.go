@@ -24,12 +24,6 @@ type Submitter interface {
 	Submit(ctx context.Context, sub store.Submission) (store.Receipt, error)
 }
 
-// InstallationRecorder keeps track of the app's installations.
-type InstallationRecorder interface {
-	PutInstallation(ctx context.Context, in store.Installation) error
-	DeleteInstallation(ctx context.Context, id int64) error
-}
-
 // DeliveryObserver is told how each delivery was answered (metrics).
 type DeliveryObserver interface {
 	Delivery(event, result string, took time.Duration)
@@ -40,7 +34,6 @@ type WebhookOptions struct {
 	Secret        []byte
 	Router        *intake.Router
 	Store         Submitter
-	Installations InstallationRecorder // may be nil
 	Observer      DeliveryObserver     // may be nil
 	Logger        *slog.Logger
 	MaxBody       int64 // default MaxWebhookBody
@@ -119,17 +112,6 @@ func (w *webhook) serve(c *gin.Context) {
 
 	// 3. Store it durably, then answer.
 	ctx := c.Request.Context()
-	if d.Installation != nil && w.o.Installations != nil {
-		if d.InstallationDeleted {
-			err = w.o.Installations.DeleteInstallation(ctx, d.Installation.ID)
-		} else {
-			err = w.o.Installations.PutInstallation(ctx, *d.Installation)
-		}
-		if err != nil {
-			fail(http.StatusServiceUnavailable, "store unavailable")
-			return
-		}
-	}
 	sub := d.Submission
 	sub.DeliveryID = delivery
 	rc, err := w.o.Store.Submit(ctx, sub)

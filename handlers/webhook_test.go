@@ -42,7 +42,7 @@ func newServer(t *testing.T) *server {
 		t.Fatal(err)
 	}
 	eng, err := NewPublic(PublicOptions{
-		Webhook: WebhookOptions{Secret: secret, Router: intake.New(intake.Options{}), Store: st, Installations: st},
+		Webhook: WebhookOptions{Secret: secret, Router: intake.New(intake.Options{}), Store: st},
 		Ready:   []ReadyCheck{{Name: "store", Check: func(ctx context.Context) error { return st.Ping() }}},
 	})
 	if err != nil {

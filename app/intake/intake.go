@@ -57,13 +57,10 @@ func New(o Options) *Router {
 	return &Router{o: o}
 }
 
-// Decision is what a delivery asks for.
+// Decision is what a delivery asks for (installation events carry their
+// record in Submission.Installation).
 type Decision struct {
 	Submission store.Submission
-	// Installation, when set, is an installation record to keep (or, with
-	// InstallationDeleted, to forget).
-	Installation        *store.Installation
-	InstallationDeleted bool
 }
 
 func ignore(reason string) (Decision, error) {
@@ -373,11 +370,11 @@ func (r *Router) installation(ev *github.InstallationEvent) (Decision, error) {
 	d, _ := ignore("installation " + ev.GetAction() + " recorded")
 	switch ev.GetAction() {
 	case "deleted":
-		d.InstallationDeleted = true
+		d.Submission.InstallationDeleted = true
 	case "suspend":
 		rec.Suspended = true
 	}
-	d.Installation = rec
+	d.Submission.Installation = rec
 	return d, nil
 }
 
@@ -391,7 +388,7 @@ func (r *Router) installationRepos(ev *github.InstallationRepositoriesEvent) (De
 		rec.Repositories = append(rec.Repositories, rp.GetFullName())
 	}
 	d, _ := ignore("installation repositories " + ev.GetAction() + " recorded")
-	d.Installation = rec
+	d.Submission.Installation = rec
 	return d, nil
 }
 

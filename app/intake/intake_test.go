@@ -134,11 +134,11 @@ func TestLabels(t *testing.T) {
 func TestInstallationAndCheckRun(t *testing.T) {
 	r := router()
 	d, _ := r.Route("installation", payload(t, "installation.created.json"))
-	if d.Installation == nil || d.Installation.ID != 957387 || d.InstallationDeleted {
+	if d.Submission.Installation == nil || d.Submission.Installation.ID != 957387 || d.Submission.InstallationDeleted {
 		t.Fatalf("installation created: %+v", d)
 	}
 	d, _ = r.Route("installation", payload(t, "installation.deleted.json"))
-	if !d.InstallationDeleted {
+	if !d.Submission.InstallationDeleted {
 		t.Fatal("installation deleted not noted")
 	}
 	id := "01m7ym2ejcah23xz70rdb275bp"

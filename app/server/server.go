@@ -119,7 +119,7 @@ func New(ctx context.Context, o Options) (*Server, error) {
 	ready := append([]handlers.ReadyCheck{{Name: "store", Check: func(ctx context.Context) error { return st.Ping() }}}, deps.Ready...)
 	pub, err := handlers.NewPublic(handlers.PublicOptions{
 		Webhook: handlers.WebhookOptions{Secret: []byte(cfg.WebhookSecret), Router: router, Store: st,
-			Installations: st, Observer: s.Metrics, Logger: log},
+			Observer: s.Metrics, Logger: log},
 		Ready: ready,
 	})
 	if err != nil {

@@ -187,22 +187,6 @@ type Installation struct {
 	UpdatedAt    time.Time `json:"updated_at"`
 }
 
-// PutInstallation records or replaces an installation.
-func (s *Store) PutInstallation(ctx context.Context, in Installation) error {
-	in.UpdatedAt = s.now().UTC()
-	data, _ := json.Marshal(in)
-	return s.update(func(tx *bolt.Tx) error {
-		return tx.Bucket(bucketInstallations).Put([]byte(strconv.FormatInt(in.ID, 10)), data)
-	})
-}
-
-// DeleteInstallation forgets an installation.
-func (s *Store) DeleteInstallation(ctx context.Context, id int64) error {
-	return s.update(func(tx *bolt.Tx) error {
-		return tx.Bucket(bucketInstallations).Delete([]byte(strconv.FormatInt(id, 10)))
-	})
-}
-
 // GetInstallation returns a recorded installation.
 func (s *Store) GetInstallation(ctx context.Context, id int64) (*Installation, error) {
 	var out *Installation

@@ -473,3 +473,29 @@ func TestCancelIssueInterruptsRunningJob(t *testing.T) {
 		t.Fatalf("waiting job %s", j.State)
 	}
 }
+
+func TestInstallationRecordedWithItsDelivery(t *testing.T) {
+	ctx := context.Background()
+	s, _, _ := open(t)
+	in := &Installation{ID: 42, Account: "octo", Repositories: []string{"octo/a"}}
+	if _, err := s.Submit(ctx, Submission{DeliveryID: "i1", Action: ActionIgnore, Reason: "installation created recorded", Installation: in}); err != nil {
+		t.Fatal(err)
+	}
+	got, err := s.GetInstallation(ctx, 42)
+	if err != nil || got.Account != "octo" || got.UpdatedAt.IsZero() {
+		t.Fatalf("installation %+v %v", got, err)
+	}
+	if _, err := s.Submit(ctx, Submission{DeliveryID: "i2", Action: ActionIgnore, Reason: "deleted", Installation: in, InstallationDeleted: true}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.GetInstallation(ctx, 42); !errs.Is(err, errs.KindNotFound) {
+		t.Fatalf("deleted installation still there: %v", err)
+	}
+	// A redelivery of the creation is a duplicate and does not bring it back.
+	if rc, _ := s.Submit(ctx, Submission{DeliveryID: "i1", Action: ActionIgnore, Installation: in}); !rc.Duplicate {
+		t.Fatal("redelivery not a duplicate")
+	}
+	if _, err := s.GetInstallation(ctx, 42); !errs.Is(err, errs.KindNotFound) {
+		t.Fatal("a redelivery re-applied the installation")
+	}
+}

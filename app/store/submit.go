@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strconv"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
@@ -37,8 +38,12 @@ type Submission struct {
 	Event      string
 	Action     Action
 	Job        *job.Job // ActionEnqueue, ActionControl
-	Key        string   // ActionCancelOvernight: the issue key
+	Key        string   // ActionCancelOvernight, ActionCancelIssue: the issue key
 	Reason     string   // ActionIgnore: why
+	// Installation, when set, is recorded (or, with InstallationDeleted,
+	// forgotten) in the same transaction as the delivery.
+	Installation        *Installation
+	InstallationDeleted bool
 }
 
 // Receipt is what Submit did.
@@ -136,6 +141,9 @@ func (s *Store) Submit(ctx context.Context, sub Submission) (Receipt, error) {
 		if err != nil {
 			return err
 		}
+		if err := applyInstallation(tx, sub, now); err != nil {
+			return err
+		}
 		if sub.DeliveryID == "" {
 			return nil
 		}
@@ -159,6 +167,24 @@ func (s *Store) Submit(ctx context.Context, sub Submission) (Receipt, error) {
 		s.interrupt(id)
 	}
 	return rc, nil
+}
+
+func applyInstallation(tx *bolt.Tx, sub Submission, now time.Time) error {
+	if sub.Installation == nil {
+		return nil
+	}
+	b := tx.Bucket(bucketInstallations)
+	key := []byte(strconv.FormatInt(sub.Installation.ID, 10))
+	if sub.InstallationDeleted {
+		return b.Delete(key)
+	}
+	in := *sub.Installation
+	in.UpdatedAt = now
+	data, err := json.Marshal(in)
+	if err != nil {
+		return err
+	}
+	return b.Put(key, data)
 }
 
 // feedbackKeys are the consumed-bucket keys of a job's triggering comment or
