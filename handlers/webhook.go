@@ -31,12 +31,12 @@ type DeliveryObserver interface {
 
 // WebhookOptions configures the webhook handler.
 type WebhookOptions struct {
-	Secret        []byte
-	Router        *intake.Router
-	Store         Submitter
-	Observer      DeliveryObserver     // may be nil
-	Logger        *slog.Logger
-	MaxBody       int64 // default MaxWebhookBody
+	Secret   []byte
+	Router   *intake.Router
+	Store    Submitter
+	Observer DeliveryObserver // may be nil
+	Logger   *slog.Logger
+	MaxBody  int64 // default MaxWebhookBody
 }
 
 type webhook struct{ o WebhookOptions }
