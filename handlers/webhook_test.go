@@ -104,21 +104,6 @@ func (s *server) jobCount(t *testing.T) int {
 	return len(jobs)
 }
 
-func load(t *testing.T, name string, sets ...any) []byte {
-	t.Helper()
-	b, err := fixtures.Payload(name)
-	if err != nil {
-		b, err = fixtures.Derived(name)
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	for i := 0; i+1 < len(sets); i += 2 {
-		b = fixtures.MustSet(b, sets[i].(string), sets[i+1])
-	}
-	return b
-}
-
 // Every published payload, correctly signed, gets the contract's status; the
 // same payload wrongly signed, unsigned or SHA-1-signed gets 401 and stores
 // nothing.
@@ -130,7 +115,7 @@ func TestEveryFixture(t *testing.T) {
 	for _, n := range names {
 		t.Run(n, func(t *testing.T) {
 			s := newServer(t)
-			body := load(t, n)
+			body := fixtures.Load(t, n)
 			ev := fixtures.Event(n)
 			for _, bad := range []delivery{
 				{event: ev, id: "bad-1", body: body, sig: "sha256=" + hex.EncodeToString(make([]byte, 32))},
@@ -181,7 +166,7 @@ func TestCommandDeliveries(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			s := newServer(t)
-			code, out := s.send(t, delivery{event: fixtures.Event(tt.file), id: "d1", body: load(t, tt.file, tt.sets...)})
+			code, out := s.send(t, delivery{event: fixtures.Event(tt.file), id: "d1", body: fixtures.Load(t, tt.file, tt.sets...)})
 			if code != tt.status {
 				t.Fatalf("status %d body %v", code, out)
 			}
@@ -202,7 +187,7 @@ func TestCommandDeliveries(t *testing.T) {
 
 func TestRedeliveryAndSupersede(t *testing.T) {
 	s := newServer(t)
-	first := load(t, "issue_comment.created.with-installation.json", "comment.body", "/selfcode first try")
+	first := fixtures.Load(t, "issue_comment.created.with-installation.json", "comment.body", "/selfcode first try")
 	code, a := s.send(t, delivery{event: "issue_comment", id: "A", body: first})
 	if code != 202 {
 		t.Fatalf("first: %d", code)
@@ -213,7 +198,7 @@ func TestRedeliveryAndSupersede(t *testing.T) {
 	if n := s.jobCount(t); n != 1 {
 		t.Fatalf("%d jobs after redelivery", n)
 	}
-	second := load(t, "issue_comment.created.with-installation.json", "comment.body", "/selfcode second idea", "comment.id", 99)
+	second := fixtures.Load(t, "issue_comment.created.with-installation.json", "comment.body", "/selfcode second idea", "comment.id", 99)
 	code, b := s.send(t, delivery{event: "issue_comment", id: "B", body: second})
 	if code != 202 {
 		t.Fatalf("second: %d", code)
@@ -230,7 +215,7 @@ func TestRedeliveryAndSupersede(t *testing.T) {
 
 func TestBadRequests(t *testing.T) {
 	s := newServer(t)
-	valid := load(t, "issue_comment.created.json")
+	valid := fixtures.Load(t, "issue_comment.created.json")
 	tests := []struct {
 		name   string
 		d      delivery
@@ -258,7 +243,7 @@ func TestBadRequests(t *testing.T) {
 
 func TestFormEncodedDelivery(t *testing.T) {
 	s := newServer(t)
-	payload := load(t, "issue_comment.created.with-installation.json", "comment.body", "/selfcode via form")
+	payload := fixtures.Load(t, "issue_comment.created.with-installation.json", "comment.body", "/selfcode via form")
 	body := []byte("payload=" + url.QueryEscape(string(payload)))
 	code, out := s.send(t, delivery{event: "issue_comment", id: "f1", body: body, ctype: "application/x-www-form-urlencoded"})
 	if code != 202 {
@@ -296,7 +281,7 @@ func TestOversizedBody(t *testing.T) {
 func TestStoreUnavailable(t *testing.T) {
 	s := newServer(t)
 	s.st.Close()
-	body := load(t, "issue_comment.created.with-installation.json", "comment.body", "/selfcode x")
+	body := fixtures.Load(t, "issue_comment.created.with-installation.json", "comment.body", "/selfcode x")
 	if code, _ := s.send(t, delivery{event: "issue_comment", id: "u1", body: body}); code != http.StatusServiceUnavailable {
 		t.Fatalf("status %d, want 503", code)
 	}
@@ -323,7 +308,7 @@ func TestEmptySecretRefused(t *testing.T) {
 
 func TestInstallationRecorded(t *testing.T) {
 	s := newServer(t)
-	code, _ := s.send(t, delivery{event: "installation", id: "i1", body: load(t, "installation.created.json")})
+	code, _ := s.send(t, delivery{event: "installation", id: "i1", body: fixtures.Load(t, "installation.created.json")})
 	if code != 200 {
 		t.Fatalf("status %d", code)
 	}

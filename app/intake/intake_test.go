@@ -14,21 +14,6 @@ var fixedNow = time.Date(2026, 11, 21, 10, 0, 0, 0, time.UTC)
 
 func router() *Router { return New(Options{Now: func() time.Time { return fixedNow }}) }
 
-func payload(t *testing.T, name string, sets ...any) []byte {
-	t.Helper()
-	b, err := fixtures.Payload(name)
-	if err != nil {
-		b, err = fixtures.Derived(name)
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	for i := 0; i+1 < len(sets); i += 2 {
-		b = fixtures.MustSet(b, sets[i].(string), sets[i+1])
-	}
-	return b
-}
-
 // Every published fixture routes to what the contract says for it.
 func TestPublishedFixtures(t *testing.T) {
 	// Default: ignore. A closed pull request cancels its jobs (none here).
@@ -39,7 +24,7 @@ func TestPublishedFixtures(t *testing.T) {
 	}
 	for _, n := range names {
 		t.Run(n, func(t *testing.T) {
-			d, err := router().Route(fixtures.Event(n), payload(t, n))
+			d, err := router().Route(fixtures.Event(n), fixtures.Load(t, n))
 			if err != nil {
 				t.Fatalf("route: %v", err)
 			}
@@ -86,7 +71,7 @@ func TestCommands(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			d, err := router().Route(fixtures.Event(tt.file), payload(t, tt.file, tt.sets...))
+			d, err := router().Route(fixtures.Event(tt.file), fixtures.Load(t, tt.file, tt.sets...))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -112,20 +97,20 @@ func TestCommands(t *testing.T) {
 
 func TestLabels(t *testing.T) {
 	r := router()
-	d, _ := r.Route("issues", payload(t, "issues.labeled.json", "label.name", "selfcode"))
+	d, _ := r.Route("issues", fixtures.Load(t, "issues.labeled.json", "label.name", "selfcode"))
 	if d.Submission.Action != store.ActionEnqueue || d.Submission.Job.ScheduledFor != (time.Time{}) || d.Submission.Job.IssueTitle == "" {
 		t.Fatalf("selfcode label: %+v", d.Submission)
 	}
-	d, _ = r.Route("issues", payload(t, "issues.labeled.json", "label.name", "selfcode:overnight"))
+	d, _ = r.Route("issues", fixtures.Load(t, "issues.labeled.json", "label.name", "selfcode:overnight"))
 	j := d.Submission.Job
 	if j == nil || !j.Overnight || !j.ScheduledFor.Equal(time.Date(2026, 11, 22, 2, 0, 0, 0, time.UTC)) {
 		t.Fatalf("overnight label: %+v", j)
 	}
-	d, _ = r.Route("issues", payload(t, "issues.unlabeled.json", "label.name", "selfcode:overnight"))
+	d, _ = r.Route("issues", fixtures.Load(t, "issues.unlabeled.json", "label.name", "selfcode:overnight"))
 	if d.Submission.Action != store.ActionCancelOvernight || d.Submission.Key != "codertocat/hello-world#1" {
 		t.Fatalf("unlabel: %+v", d.Submission)
 	}
-	d, _ = r.Route("issues", payload(t, "issues.unlabeled.json", "label.name", "selfcode"))
+	d, _ = r.Route("issues", fixtures.Load(t, "issues.unlabeled.json", "label.name", "selfcode"))
 	if d.Submission.Action != store.ActionIgnore {
 		t.Fatalf("removing the run label: %+v", d.Submission)
 	}
@@ -133,16 +118,16 @@ func TestLabels(t *testing.T) {
 
 func TestInstallationAndCheckRun(t *testing.T) {
 	r := router()
-	d, _ := r.Route("installation", payload(t, "installation.created.json"))
+	d, _ := r.Route("installation", fixtures.Load(t, "installation.created.json"))
 	if d.Submission.Installation == nil || d.Submission.Installation.ID != 957387 || d.Submission.InstallationDeleted {
 		t.Fatalf("installation created: %+v", d)
 	}
-	d, _ = r.Route("installation", payload(t, "installation.deleted.json"))
+	d, _ = r.Route("installation", fixtures.Load(t, "installation.deleted.json"))
 	if !d.Submission.InstallationDeleted {
 		t.Fatal("installation deleted not noted")
 	}
 	id := "01m7ym2ejcah23xz70rdb275bp"
-	d, err := r.Route("check_run", payload(t, "check_run.rerequested.json", "check_run.name", "selfcode", "check_run.external_id", id))
+	d, err := r.Route("check_run", fixtures.Load(t, "check_run.rerequested.json", "check_run.name", "selfcode", "check_run.external_id", id))
 	if err != nil || d.Submission.Action != store.ActionControl || d.Submission.Job.TargetJobID != id || d.Submission.Job.Trigger.Command != "retry" {
 		t.Fatalf("rerequested: %+v %v", d.Submission, err)
 	}
@@ -156,12 +141,12 @@ func TestInvalid(t *testing.T) {
 	}{
 		{"not json", "issue_comment", []byte("{nope")},
 		{"json array", "issue_comment", []byte("[1]")},
-		{"no issue", "issue_comment", fixtures.MustSet(payload(t, "issue_comment.created.json"), "issue", nil)},
-		{"no comment", "issue_comment", fixtures.MustSet(payload(t, "issue_comment.created.json"), "comment", nil)},
-		{"no repository", "issue_comment", fixtures.MustSet(payload(t, "issue_comment.created.json"), "repository", nil)},
-		{"label missing", "issues", fixtures.MustSet(payload(t, "issues.labeled.json"), "label", nil)},
-		{"wrong type", "issue_comment", fixtures.MustSet(payload(t, "issue_comment.created.json"), "issue", "seven")},
-		{"no event", "", payload(t, "ping.json")},
+		{"no issue", "issue_comment", fixtures.MustSet(fixtures.Load(t, "issue_comment.created.json"), "issue", nil)},
+		{"no comment", "issue_comment", fixtures.MustSet(fixtures.Load(t, "issue_comment.created.json"), "comment", nil)},
+		{"no repository", "issue_comment", fixtures.MustSet(fixtures.Load(t, "issue_comment.created.json"), "repository", nil)},
+		{"label missing", "issues", fixtures.MustSet(fixtures.Load(t, "issues.labeled.json"), "label", nil)},
+		{"wrong type", "issue_comment", fixtures.MustSet(fixtures.Load(t, "issue_comment.created.json"), "issue", "seven")},
+		{"no event", "", fixtures.Load(t, "ping.json")},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
