@@ -3,6 +3,7 @@ package pipeline_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -15,39 +16,23 @@ import (
 	"github.com/selfcode/selfcode/app/fakeopenai"
 	"github.com/selfcode/selfcode/app/llm"
 	"github.com/selfcode/selfcode/internal/dockertest"
+	"github.com/selfcode/selfcode/internal/samplerepo"
 	"github.com/selfcode/selfcode/pipeline"
 	"github.com/selfcode/selfcode/pipeline/chat"
 	"github.com/selfcode/selfcode/pipeline/repoconfig"
 	"github.com/selfcode/selfcode/prompts"
 )
 
-// The sample repository: Greet ends with "." but its doc and test say "!".
-var sample = map[string]string{
-	"go.mod": "module example.com/greeter\n\ngo 1.22\n",
-	"greet.go": `// Package greeter greets people.
-package greeter
-
-// Greet returns a greeting for name, e.g. "Hello, Ada!".
-func Greet(name string) string {
-	return "Hello, " + name + "."
-}
-`,
-	"greet_test.go": `package greeter
-
-import "testing"
-
-func TestGreet(t *testing.T) {
-	if got := Greet("Ada"); got != "Hello, Ada!" {
-		t.Errorf("Greet = %q", got)
-	}
-}
-`,
-}
+// sample is the repository with a real bug: Greet ends with "." but its
+// doc and test say "!".
+var sample = samplerepo.Files()
 
 const goodPlan = `{"summary":"End the greeting with an exclamation mark","steps":[{"id":"1","title":"Fix the punctuation","files":[{"path":"greet.go","action":"modify","purpose":"return Hello, name!"}],"acceptance":["go test passes"]}],"risks":[],"questions":[]}`
 
-const fixOld = `	return "Hello, " + name + "."`
-const fixNew = `	return "Hello, " + name + "!"`
+const (
+	fixOld = samplerepo.BuggyLine
+	fixNew = samplerepo.FixedLine
+)
 
 func gitRepo(t *testing.T, files map[string]string) (string, string) {
 	t.Helper()
@@ -337,7 +322,7 @@ func TestFixLoop(t *testing.T) {
 			t.Fatalf("verified %v fixes %d rounds %d", out.Verified, out.FixAttempts, len(out.Verify))
 		}
 		fixReq := h.fake.RequestsFor("fixer")[0]
-		if !strings.Contains(string(fixReq.Raw), "greet.go:6") || !strings.Contains(string(fixReq.Raw), "undefinedThing") {
+		if !strings.Contains(string(fixReq.Raw), fmt.Sprintf("greet.go:%d", samplerepo.BuggyLineNumber)) || !strings.Contains(string(fixReq.Raw), "undefinedThing") {
 			t.Fatalf("fixer's first message lacks the compiler error:\n%s", fixReq.Raw)
 		}
 	})

@@ -12,7 +12,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"log/slog"
 	"net/http"
 	"os"
@@ -31,9 +30,10 @@ import (
 	"github.com/selfcode/selfcode/app/store"
 	"github.com/selfcode/selfcode/app/wire"
 	"github.com/selfcode/selfcode/handlers"
+	"github.com/selfcode/selfcode/internal/samplerepo"
 )
 
-//go:embed sample transcript.json
+//go:embed transcript.json
 var files embed.FS
 
 // Owner and Repo name the demo repository on the simulated GitHub.
@@ -94,10 +94,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		return nil, err
 	}
 	defer fake.Close()
-	sample, err := sampleFiles()
-	if err != nil {
-		return nil, err
-	}
+	sample := samplerepo.Files()
 	fake.AddInstallation(1, Owner)
 	if err := fake.AddRepo(Owner, Repo, fakegithub.RepoOptions{DefaultBranch: "main", Files: sample}); err != nil {
 		return nil, err
@@ -213,22 +210,6 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	rule := strings.Repeat("─", 72)
 	fmt.Fprintf(o.Out, "\n%s\nPull request #%d: %s\n%s\n%s\n\n%s\n%s\nDiff\n%s\n%s\n", rule, pr.Number, pr.Title, res.PRURL, rule, pr.Body, rule, rule, res.Diff)
 	return res, nil
-}
-
-func sampleFiles() (map[string]string, error) {
-	out := map[string]string{}
-	err := fs.WalkDir(files, "sample", func(path string, d fs.DirEntry, err error) error {
-		if err != nil || d.IsDir() {
-			return err
-		}
-		b, err := files.ReadFile(path)
-		if err != nil {
-			return err
-		}
-		out[strings.TrimSuffix(strings.TrimPrefix(path, "sample/"), ".txt")] = string(b)
-		return nil
-	})
-	return out, err
 }
 
 func transcript() (*fakeopenai.Transcript, error) {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/selfcode/selfcode/app/fakeopenai"
 	"github.com/selfcode/selfcode/internal/dockertest"
+	"github.com/selfcode/selfcode/internal/samplerepo"
 )
 
 // dockerEnv passes what the binary needs to reach the Docker engine.
@@ -46,12 +47,7 @@ func TestDemoRunsToTheEnd(t *testing.T) {
 func TestRunOnALocalCheckout(t *testing.T) {
 	dockertest.Manager(t)
 	repo := t.TempDir()
-	files := map[string]string{
-		"go.mod":        "module example.com/greeter\n\ngo 1.22\n",
-		"greet.go":      "package greeter\n\nfunc Greet(name string) string {\n\treturn \"Hello, \" + name + \".\"\n}\n",
-		"greet_test.go": "package greeter\n\nimport \"testing\"\n\nfunc TestGreet(t *testing.T) {\n\tif Greet(\"Ada\") != \"Hello, Ada!\" {\n\t\tt.Fail()\n\t}\n}\n",
-	}
-	for p, c := range files {
+	for p, c := range samplerepo.Files() {
 		os.WriteFile(filepath.Join(repo, p), []byte(c), 0o644)
 	}
 	git := func(args ...string) string {
