@@ -198,10 +198,7 @@ func (x *run) answer(ctx context.Context, client *gh.Client, sha string, verifie
 	if len(summary) > 1500 {
 		summary = summary[:1500] + "…"
 	}
-	body := fmt.Sprintf("Pushed %.12s to `%s` (%s).\n\n%s", sha, x.j.Publication.Branch, status, summary)
-	if body2 := strings.TrimSpace(body); body2 != "" {
-		body = body2
-	}
+	body := strings.TrimSpace(fmt.Sprintf("Pushed %.12s to `%s` (%s).\n\n%s", sha, x.j.Publication.Branch, status, summary))
 	switch j.Trigger.Source {
 	case job.SourceReviewComment:
 		_, err := client.ReplyToReviewComment(ctx, j.Repo.Owner, j.Repo.Name, j.Issue, j.Trigger.CommentID, body)

@@ -254,7 +254,7 @@ func TestReviewCommentReachesTheModel(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e := setupWith(t, engine.Engine{Pipeline: p}, map[string]string{".selfcode.yml": "verify:\n  - {name: check, run: \"grep -q Sprintf greet.go || true\"}\n"})
+	e := setupWith(t, engine.Engine{Pipeline: p}, map[string]string{".selfcode.yml": "verify:\n  - {name: check, run: \"grep -q Sprintf greet.go\"}\n"})
 
 	// A person's pull request on the same repository.
 	if _, err := e.fake.CommitFiles(owner, repoName, "feature", "feature work", map[string]string{"NOTES.md": "notes\n"}); err != nil {
@@ -281,6 +281,7 @@ func TestReviewCommentReachesTheModel(t *testing.T) {
 		t.Fatalf("%d %v", code, out)
 	}
 	j := e.wait(out["job_id"].(string))
+	// Verified against the PR's base, where the check fails: the change fixes it.
 	if j.State != job.StateSucceeded || j.Outcome != job.OutcomePRUpdated {
 		t.Fatalf("job %s %s %q\n%s", j.State, j.Outcome, j.Error, e.logs.String())
 	}
