@@ -236,24 +236,11 @@ func TestClosingThePRCancelsTheFollowUp(t *testing.T) {
 // real sandbox) for a review comment and checks what the model was told and
 // where the answer went.
 func TestReviewCommentReachesTheModel(t *testing.T) {
-	sb := dockertest.Manager(t)
-	arg := func(v any) string { b, _ := json.Marshal(v); return string(b) }
-	fake, err := fakeopenai.New(fakeopenai.Options{Script: []fakeopenai.Step{
+	fake, p := scriptedPipeline(t, []fakeopenai.Step{
 		{Role: "planner", Content: `{"summary":"Use fmt.Sprintf","steps":[{"id":"1","title":"Sprintf","files":[{"path":"greet.go","action":"modify","purpose":"format"}],"acceptance":[]}],"risks":[],"questions":[]}`},
-		{Role: "editor", ToolCalls: []fakeopenai.ToolCall{{Name: "str_replace", Arguments: arg(map[string]string{"path": "greet.go", "old_str": `return "Hello"`, "new_str": `return fmt.Sprintf("%s", "Hello")`})}}},
-		{Role: "editor", ToolCalls: []fakeopenai.ToolCall{{Name: "finish", Arguments: arg(map[string]string{"summary": "uses fmt.Sprintf"})}}},
-	}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer fake.Close()
-	client, _ := llm.New(llm.Options{BaseURL: fake.URL(), APIKey: "k", MaxRetries: -1,
-		Models: map[chat.Role]string{chat.RolePlanner: "planner", chat.RoleEditor: "editor", chat.RoleFixer: "fixer"}})
-	ps, _ := prompts.Load(prompts.Options{})
-	p, err := pipeline.New(pipeline.Options{Model: client, Prompts: ps, Sandbox: engine.Sandbox{Manager: sb}})
-	if err != nil {
-		t.Fatal(err)
-	}
+		{Role: "editor", ToolCalls: []fakeopenai.ToolCall{{Name: "str_replace", Arguments: jsonArg(map[string]string{"path": "greet.go", "old_str": `return "Hello"`, "new_str": `return fmt.Sprintf("%s", "Hello")`})}}},
+		{Role: "editor", ToolCalls: []fakeopenai.ToolCall{{Name: "finish", Arguments: jsonArg(map[string]string{"summary": "uses fmt.Sprintf"})}}},
+	})
 	e := setupWith(t, engine.Engine{Pipeline: p}, map[string]string{".selfcode.yml": "verify:\n  - {name: check, run: \"grep -q Sprintf greet.go\"}\n"})
 
 	// A person's pull request on the same repository.
@@ -308,6 +295,58 @@ func TestReviewCommentReachesTheModel(t *testing.T) {
 	}
 	if g, _ := e.fake.FileAt(owner, repoName, "feature", "greet.go"); !strings.Contains(g, "Sprintf") {
 		t.Fatalf("greet.go on feature: %q", g)
+	}
+}
+
+// scriptedPipeline is the real pipeline with a scripted model and the real
+// sandbox.
+func scriptedPipeline(t *testing.T, script []fakeopenai.Step) (*fakeopenai.Server, *pipeline.Pipeline) {
+	t.Helper()
+	sb := dockertest.Manager(t)
+	fake, err := fakeopenai.New(fakeopenai.Options{Script: script})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { fake.Close() })
+	client, _ := llm.New(llm.Options{BaseURL: fake.URL(), APIKey: "k", MaxRetries: -1,
+		Models: map[chat.Role]string{chat.RolePlanner: "planner", chat.RoleEditor: "editor", chat.RoleFixer: "fixer"}})
+	ps, _ := prompts.Load(prompts.Options{})
+	p, err := pipeline.New(pipeline.Options{Model: client, Prompts: ps, Sandbox: engine.Sandbox{Manager: sb}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return fake, p
+}
+
+func jsonArg(v any) string { b, _ := json.Marshal(v); return string(b) }
+
+// A follow-up is verified against the pull request's base: a check the PR
+// itself broke is a regression, not a failure "already there" on its head.
+func TestFollowUpVerifiesAgainstThePRBase(t *testing.T) {
+	_, p := scriptedPipeline(t, []fakeopenai.Step{
+		{Role: "planner", Content: `{"summary":"Shout","steps":[{"id":"1","title":"Shout","files":[{"path":"greet.go","action":"modify","purpose":"shout"}],"acceptance":[]}],"risks":[],"questions":[]}`},
+		{Role: "editor", ToolCalls: []fakeopenai.ToolCall{{Name: "str_replace", Arguments: jsonArg(map[string]string{"path": "greet.go", "old_str": `return "Hello"`, "new_str": `return "HELLO"`})}}},
+		{Role: "editor", ToolCalls: []fakeopenai.ToolCall{{Name: "finish", Arguments: jsonArg(map[string]string{"summary": "shouts"})}}},
+	})
+	e := setupWith(t, engine.Engine{Pipeline: p}, map[string]string{
+		".selfcode.yml": "verify:\n  - {name: notes, run: \"! grep -q broken NOTES.md\"}\nlimits: {max_fix_attempts: 0}\n",
+	})
+	// The PR breaks the notes check; main passes it.
+	if _, err := e.fake.CommitFiles(owner, repoName, "feature", "feature work", map[string]string{"NOTES.md": "broken\n"}); err != nil {
+		t.Fatal(err)
+	}
+	pr, err := e.fake.AddPullRequest(owner, repoName, fakegithub.PullRequest{Title: "Feature", Head: "feature", Base: "main", User: "writer"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, out := e.prComment(t, pr.Number, "maint", "/selfcode shout", "open")
+	j := e.wait(out["job_id"].(string))
+	if j.Outcome != job.OutcomeVerificationFailed {
+		t.Fatalf("outcome %s (%s %q): a failure introduced by the PR was excused as pre-existing", j.Outcome, j.State, j.Error)
+	}
+	base, err := e.srv.Store.Artifact(context.Background(), j.ID, "verify-base.json")
+	if err != nil || !strings.Contains(string(base), `"passed": true`) {
+		t.Fatalf("baseline should be main's passing run: %s %v", base, err)
 	}
 }
 
