@@ -12,6 +12,7 @@ import (
 	gh "github.com/selfcode/selfcode/app/github"
 	"github.com/selfcode/selfcode/app/job"
 	"github.com/selfcode/selfcode/app/store"
+	"github.com/selfcode/selfcode/pipeline/tools"
 	"github.com/selfcode/selfcode/templates"
 )
 
@@ -64,13 +65,13 @@ func (x *run) followUp(ctx context.Context, client *gh.Client, pr gh.PullRequest
 		b.WriteString("\nThe plan of the job that opened the pull request:\n" + plan + "\n")
 	}
 	if body := strings.TrimSpace(pr.Body); body != "" {
-		b.WriteString("\nThe pull request's current description (the previous report):\n" + clip(body, maxReportChars) + "\n")
+		b.WriteString("\nThe pull request's current description (the previous report):\n" + tools.Shorten(body, maxReportChars) + "\n")
 	}
 	diff, err := client.PullRequestDiff(ctx, o, r, pr.Number)
 	if err != nil {
 		return fmt.Errorf("diff of pull request #%d: %w", pr.Number, ghapp.MapError(err))
 	}
-	b.WriteString("\nThe pull request's diff against " + pr.BaseRef + ":\n" + clip(diff, maxDiffChars) + "\n")
+	b.WriteString("\nThe pull request's diff against " + pr.BaseRef + ":\n" + tools.Shorten(diff, maxDiffChars) + "\n")
 	t.Feedback = b.String()
 	return nil
 }
@@ -81,13 +82,6 @@ func reviewComment(author, path string, start, line int, hunk, body string) stri
 		lines = fmt.Sprintf("%d-%d", start, line)
 	}
 	return fmt.Sprintf("Review comment by @%s on %s, line %s:\n%s\n\n%s\n", author, path, lines, hunk, strings.TrimSpace(body))
-}
-
-func clip(s string, max int) string {
-	if len(s) <= max {
-		return s
-	}
-	return s[:max] + fmt.Sprintf("\n… (%d more characters cut)", len(s)-max)
 }
 
 // previousPlan is the plan of the newest job that published to the pull

@@ -11,6 +11,8 @@ import (
 	"os/exec"
 	"strings"
 	"time"
+
+	"github.com/selfcode/selfcode/internal/utf8cut"
 )
 
 // Search limits.
@@ -127,7 +129,7 @@ func (t *Tools) grep(ctx context.Context, how []string, rel string) ([]string, i
 		if len(hits) < maxHits {
 			text := strings.TrimRight(string(parts[2]), "\r")
 			if len(text) > maxHitLen {
-				text = cutUTF8(text, maxHitLen) + " …"
+				text = utf8cut.Cut(text, maxHitLen) + " …"
 			}
 			hits = append(hits, fmt.Sprintf("%s:%s: %s", file, parts[1], text))
 		}

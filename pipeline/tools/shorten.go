@@ -3,6 +3,8 @@ package tools
 import (
 	"fmt"
 	"strings"
+
+	"github.com/selfcode/selfcode/internal/utf8cut"
 )
 
 // Shorten fits output into max bytes by keeping its head and tail, cut at
@@ -19,11 +21,11 @@ func Shorten(output string, max int) string {
 	note := func(n int) string { return fmt.Sprintf("\n… [%d bytes omitted] …\n", n) }
 	room := max - len(note(len(output)))
 	if room < 2 {
-		return cutUTF8(output, max)
+		return utf8cut.Cut(output, max)
 	}
 	headN := room * 2 / 3
 	tailN := room - headN
-	head := cutUTF8(output, headN)
+	head := utf8cut.Cut(output, headN)
 	if i := strings.LastIndexByte(head, '\n'); i > len(head)/2 {
 		head = head[:i+1]
 	}

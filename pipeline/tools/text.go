@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+
+	"github.com/selfcode/selfcode/internal/utf8cut"
 )
 
 // line is one line of a file: its text without the line ending, the ending
@@ -234,7 +236,7 @@ func numbered(lines []line, from, to int) string {
 	for i := from; i < to; i++ {
 		text := lines[i].text
 		if len(text) > maxLineLen {
-			text = cutUTF8(text, maxLineLen) + " …[line shortened]"
+			text = utf8cut.Cut(text, maxLineLen) + " …[line shortened]"
 		}
 		fmt.Fprintf(&b, "%*d\t%s\n", width, i+1, text)
 	}
@@ -243,17 +245,6 @@ func numbered(lines []line, from, to int) string {
 
 // maxLineLen is the longest line view and snippets show in full.
 const maxLineLen = 2000
-
-// cutUTF8 shortens s to at most n bytes without splitting a rune.
-func cutUTF8(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	for n > 0 && n < len(s) && s[n]&0xC0 == 0x80 {
-		n--
-	}
-	return s[:n]
-}
 
 // changedRegion returns the 0-based line range [from, to) of after that
 // differs from before.

@@ -6,6 +6,8 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+
+	"github.com/selfcode/selfcode/internal/utf8cut"
 )
 
 // Summary defaults.
@@ -252,7 +254,7 @@ func fit(header string, pieces []*piece, budget int) string {
 	if len(out) > budget {
 		// Not even the header and the note fit; cut mid-text.
 		const ellipsis = "\n…\n"
-		out = cutUTF8(out, max(budget-len(ellipsis), 0)) + ellipsis
+		out = utf8cut.Cut(out, max(budget-len(ellipsis), 0)) + ellipsis
 	}
 	return out
 }

@@ -6,6 +6,8 @@ import (
 	"regexp"
 	"strings"
 	"time"
+
+	"github.com/selfcode/selfcode/internal/utf8cut"
 )
 
 // MaxOutputLines bounds CommandResult.Output (head and tail are kept).
@@ -187,7 +189,7 @@ func clipLines(s string, n int) string {
 	changed := false
 	for i, l := range lines {
 		if len(l) > n {
-			lines[i] = cutUTF8(l, n) + " …"
+			lines[i] = utf8cut.Cut(l, n) + " …"
 			changed = true
 		}
 	}
@@ -195,15 +197,4 @@ func clipLines(s string, n int) string {
 		return s
 	}
 	return strings.Join(lines, "\n")
-}
-
-// cutUTF8 returns at most n bytes of s without splitting a rune.
-func cutUTF8(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	for n > 0 && n < len(s) && s[n]&0xC0 == 0x80 {
-		n--
-	}
-	return s[:n]
 }
