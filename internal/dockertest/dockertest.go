@@ -2,6 +2,8 @@ package dockertest
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"os"
 	"os/exec"
 	"testing"
@@ -33,7 +35,10 @@ func Manager(t testing.TB) *sandbox.Manager {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	m, err := sandbox.New(ctx, sandbox.Options{Instance: "test-" + sanitize(t.Name()), Image: Image()})
+	// A random suffix keeps concurrent test runs (several checkouts on one
+	// engine) from reaping each other's containers; leftovers of a crashed
+	// run are still reaped once their deadline passes.
+	m, err := sandbox.New(ctx, sandbox.Options{Instance: "test-" + sanitize(t.Name()) + "-" + suffix(), Image: Image()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -50,6 +55,12 @@ func Manager(t testing.TB) *sandbox.Manager {
 		m.Close()
 	})
 	return m
+}
+
+func suffix() string {
+	b := make([]byte, 4)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
 }
 
 func sanitize(s string) string {
