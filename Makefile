@@ -52,7 +52,7 @@ fuzz:
 	$(GO) test ./app/config -run XXX -fuzz FuzzLoadYAML -fuzztime $(FUZZTIME)
 	$(GO) test ./pipeline/repoconfig -run XXX -fuzz FuzzParse -fuzztime $(FUZZTIME)
 	$(GO) test ./pipeline/tools -run XXX -fuzz FuzzStrReplace -fuzztime $(FUZZTIME)
-	$(GO) test ./pipeline/verify -run XXX -fuzz FuzzParseTestJSON -fuzztime $(FUZZTIME)
+	$(GO) test ./pipeline/testreport -run XXX -fuzz FuzzParseGoJSON -fuzztime $(FUZZTIME)
 	$(GO) test ./prompts -run XXX -fuzz FuzzData -fuzztime $(FUZZTIME)
 	$(GO) test ./templates -run XXX -fuzz FuzzFence -fuzztime $(FUZZTIME)
 	$(GO) test ./app/fakeopenai -run XXX -fuzz FuzzLoadTranscript -fuzztime $(FUZZTIME)

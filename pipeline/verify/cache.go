@@ -11,7 +11,7 @@ import (
 )
 
 // cacheVersion changes when the stored format does.
-const cacheVersion = 1
+const cacheVersion = 2
 
 // Cache errors callers may branch on.
 var (

@@ -1,6 +1,8 @@
 package verify
 
 import (
+	"github.com/selfcode/selfcode/pipeline/testreport"
+
 	"fmt"
 	"slices"
 	"strings"
@@ -34,15 +36,15 @@ type Finding struct {
 	Kind    FindingKind `json:"kind"`
 	// Subject is the test ("pkg.Test"), the package, the diagnostic
 	// ("file:line: message") or the command's failure ("timed out").
-	Subject string `json:"subject"`
-	Test    TestID `json:"test,omitzero"` // KindTest only
+	Subject string        `json:"subject"`
+	Test    testreport.ID `json:"test,omitzero"` // KindTest only
 }
 
 // String describes the finding for a person or a model.
 func (f Finding) String() string {
 	switch f.Kind {
 	case KindTest:
-		return fmt.Sprintf("%s: test %s (%s)", f.Command, f.Test.Test, f.Test.Package)
+		return fmt.Sprintf("%s: test %s (%s)", f.Command, f.Test.Name, f.Test.Suite)
 	case KindPackage:
 		return fmt.Sprintf("%s: package %s", f.Command, f.Subject)
 	case KindDiagnostic:
@@ -171,7 +173,7 @@ func compareCommand(bc *CommandResult, hc CommandResult) CommandComparison {
 			switch st, ran := hc.Tests.Tests[f.Test]; {
 			case !ran:
 				continue // reported with the missing tests below
-			case st == StatusSkip:
+			case st == testreport.Skip:
 				cc.Notes = append(cc.Notes, fmt.Sprintf("test %s failed on the base and is skipped now", f.Test))
 				continue
 			}
@@ -198,7 +200,7 @@ func compareCommand(bc *CommandResult, hc CommandResult) CommandComparison {
 
 // testNotes lists tests that ran on the base but not the head, and tests
 // that passed on the base and are skipped on the head.
-func testNotes(base, head *TestReport) []string {
+func testNotes(base, head *testreport.Report) []string {
 	if base == nil || head == nil {
 		return nil
 	}
@@ -208,8 +210,8 @@ func testNotes(base, head *TestReport) []string {
 		hst, ok := head.Tests[id]
 		switch {
 		case !ok:
-			missing[id.Package] = append(missing[id.Package], id.Test)
-		case st == StatusPass && hst == StatusSkip:
+			missing[id.Suite] = append(missing[id.Suite], id.Name)
+		case st == testreport.Pass && hst == testreport.Skip:
 			notes = append(notes, fmt.Sprintf("test %s passed on the base and is skipped now", id))
 		}
 	}
@@ -218,7 +220,7 @@ func testNotes(base, head *TestReport) []string {
 		tests := missing[pkg]
 		slices.Sort(tests)
 		why := ""
-		if slices.Contains(head.BuildFailed, pkg) {
+		if head.IsBroken(pkg) {
 			why = " (the package did not build)"
 		}
 		if len(tests) > maxMissingListed {
@@ -236,31 +238,31 @@ func failures(c CommandResult) map[string]Finding {
 		return nil
 	}
 	set := map[string]Finding{}
-	add := func(kind FindingKind, key, subject string, id TestID) {
+	add := func(kind FindingKind, key, subject string, id testreport.ID) {
 		set[string(kind)+"\x00"+key] = Finding{Command: c.Name, Kind: kind, Subject: subject, Test: id}
 	}
 	if c.Error != "" || c.Skipped {
-		add(KindCommand, "not run", "could not be run", TestID{})
+		add(KindCommand, "not run", "could not be run", testreport.ID{})
 		return set
 	}
 	for _, id := range c.Tests.Failures() {
-		add(KindTest, id.Package+" "+id.Test, id.String(), id)
+		add(KindTest, id.Suite+" "+id.Name, id.String(), id)
 	}
-	for _, p := range c.Tests.PackageFailures() {
-		add(KindPackage, p, p, TestID{})
+	for _, p := range c.Tests.SuiteFailures() {
+		add(KindPackage, p, p, testreport.ID{})
 	}
 	for _, d := range c.Diagnostics {
-		add(KindDiagnostic, d.key(), d.String(), TestID{})
+		add(KindDiagnostic, d.key(), d.String(), testreport.ID{})
 	}
 	switch {
 	case c.TimedOut:
-		add(KindCommand, "timed out", "timed out", TestID{})
+		add(KindCommand, "timed out", "timed out", testreport.ID{})
 	case c.OOMKilled:
-		add(KindCommand, "oom", "ran out of memory", TestID{})
+		add(KindCommand, "oom", "ran out of memory", testreport.ID{})
 	case c.Truncated:
-		add(KindCommand, "truncated", "produced too much output and was stopped", TestID{})
+		add(KindCommand, "truncated", "produced too much output and was stopped", testreport.ID{})
 	case len(set) == 0:
-		add(KindCommand, "failed", fmt.Sprintf("failed with exit status %d", c.ExitCode), TestID{})
+		add(KindCommand, "failed", fmt.Sprintf("failed with exit status %d", c.ExitCode), testreport.ID{})
 	}
 	return set
 }

@@ -1,6 +1,8 @@
 package verify
 
 import (
+	"github.com/selfcode/selfcode/pipeline/testreport"
+
 	"slices"
 	"strings"
 	"testing"
@@ -191,10 +193,10 @@ func TestCompareSkippedNotes(t *testing.T) {
 	}
 	base := Run{Commands: []CommandResult{{Name: "test", Run: "go test ./..."}}}
 	head := Run{Commands: []CommandResult{{Name: "test", Run: "go test ./..."}}}
-	base.Commands[0].Tests, _ = ParseTestJSON(ev("fail", "TestA") + ev("pass", "TestB") + ev("pass", "TestC"))
-	head.Commands[0].Tests, _ = ParseTestJSON(ev("skip", "TestA") + ev("skip", "TestB") + ev("fail", "TestC"))
+	base.Commands[0].Tests, _ = testreport.ParseGoJSON(ev("fail", "TestA") + ev("pass", "TestB") + ev("pass", "TestC"))
+	head.Commands[0].Tests, _ = testreport.ParseGoJSON(ev("skip", "TestA") + ev("skip", "TestB") + ev("fail", "TestC"))
 	cmp := Compare(base, head)
-	for _, want := range []string{"test p.TestA failed on the base and is skipped now", "test p.TestB passed on the base and is skipped now"} {
+	for _, want := range []string{"test TestA (p) failed on the base and is skipped now", "test TestB (p) passed on the base and is skipped now"} {
 		if !slices.ContainsFunc(cmp.Notes, func(s string) bool { return strings.Contains(s, want) }) {
 			t.Errorf("Notes = %q, want %q", cmp.Notes, want)
 		}

@@ -1,6 +1,8 @@
 package verify
 
 import (
+	"github.com/selfcode/selfcode/pipeline/testreport"
+
 	"context"
 	"errors"
 	"fmt"
@@ -131,4 +133,13 @@ func copyModule(t testing.TB, name string) string {
 		t.Fatal(err)
 	}
 	return dst
+}
+
+// ids names tests of one package.
+func ids(pkg string, tests ...string) []testreport.ID {
+	var out []testreport.ID
+	for _, t := range tests {
+		out = append(out, testreport.ID{Suite: pkg, Name: t})
+	}
+	return out
 }

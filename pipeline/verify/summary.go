@@ -155,7 +155,7 @@ func Summarize(cmp Comparison, head Run, opts SummaryOptions) string {
 				continue
 			}
 			lines := cl.lines(hc.Tests.Output[f.Test])
-			title := fmt.Sprintf("--- %s (%s)", f.Test.Test, f.Test.Package)
+			title := fmt.Sprintf("--- %s (%s)", f.Test.Name, f.Test.Suite)
 			full := testBlock(title, lines, opts.TestLines)
 			add("Failing test output:", 70, labelTestOutput, full, testBlock(title, lines, min(8, opts.TestLines)), testBlock(title, lines, 3))
 		}

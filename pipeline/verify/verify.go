@@ -1,6 +1,8 @@
 package verify
 
 import (
+	"github.com/selfcode/selfcode/pipeline/testreport"
+
 	"context"
 	"fmt"
 	"regexp"
@@ -68,7 +70,7 @@ type CommandResult struct {
 	Truncated bool          `json:"truncated,omitempty"`
 	OOMKilled bool          `json:"oom_killed,omitempty"`
 	// Tests is set for `go test` commands whose output held test events.
-	Tests *TestReport `json:"tests,omitempty"`
+	Tests *testreport.Report `json:"tests,omitempty"`
 	// Diagnostics are compiler and vet errors found in the full output.
 	Diagnostics []Diagnostic `json:"diagnostics,omitempty"`
 	// Error is set when the runner could not run the command.
@@ -133,11 +135,10 @@ func runOne(ctx context.Context, r Runner, c Command) (CommandResult, error) {
 	text := out.Output
 	diagSource := out.Output
 	if goTest {
-		rep, rebuilt := ParseTestJSON(out.Output)
-		if rep.Events > 0 {
+		if rep, rebuilt := testreport.ParseGoJSON(out.Output); rep != nil {
 			res.Tests = rep
 			text = rebuilt
-			diagSource = strings.Join(rep.BuildErrors, "\n")
+			diagSource = strings.Join(rep.Errors, "\n")
 		}
 	}
 	res.Output = Trim(clipLines(text, maxLineBytes), MaxOutputLines)

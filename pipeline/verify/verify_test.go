@@ -1,6 +1,8 @@
 package verify
 
 import (
+	"github.com/selfcode/selfcode/pipeline/testreport"
+
 	"context"
 	"errors"
 	"os/exec"
@@ -243,8 +245,8 @@ func TestVerifyLiveGoTest(t *testing.T) {
 	}
 }
 
-func findingTests(fs []Finding) []TestID {
-	var out []TestID
+func findingTests(fs []Finding) []testreport.ID {
+	var out []testreport.ID
 	for _, f := range fs {
 		if f.Kind == KindTest {
 			out = append(out, f.Test)
