@@ -2,11 +2,14 @@ package pipeline
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
 	"os"
+	"path"
 	"path/filepath"
 	"regexp"
 	"sort"
@@ -151,8 +154,12 @@ const (
 
 // Output is what a run produced.
 type Output struct {
-	Plan        *Plan
-	Summary     string
+	Plan    *Plan
+	Summary string
+	// Verdict is verification's judgement of the change (contract section
+	// 6); Verified is Verdict == verify.Verified. Empty when the job ended
+	// before verification.
+	Verdict     verify.Verdict
 	Verified    bool
 	Verify      []VerifyResult // one per verification round, last is final
 	Base        *verify.Run
@@ -290,12 +297,12 @@ func (s *jobState) run(ctx context.Context) error {
 	}
 
 	// 2. Sandbox and baseline, on the pristine checkout.
-	sess, cmds, err := s.prepare(ctx)
+	env, err := s.prepare(ctx)
 	if err != nil {
 		s.stage("verify", "fail", err.Error())
 		return err
 	}
-	defer sess.Close(context.Background())
+	defer func() { env.close() }()
 
 	// 3. Edit.
 	s.stage("edit", "running", "")
@@ -311,7 +318,8 @@ func (s *jobState) run(ctx context.Context) error {
 	}
 	s.stage("edit", "pass", fmt.Sprintf("%d file(s) changed", len(s.tools.Changed())))
 
-	// 4. Verify, then fix until green or out of rounds.
+	// 4. Verify, then fix while a fix can help, until verified or out of
+	// rounds. A base that was already broken never gets a fix round.
 	for round := 0; ; round++ {
 		name := "verify"
 		if round > 0 {
@@ -322,21 +330,14 @@ func (s *jobState) run(ctx context.Context) error {
 			what = fmt.Sprintf("checking fix round %d", round)
 		}
 		s.stage(name, "running", what)
-		head, err := s.verifyChanges(ctx, sess, cmds, round)
+		head, cmp, err := s.verifyChanges(ctx, env, round)
 		if err != nil {
 			s.stage(name, "fail", err.Error())
 			return err
 		}
-		cmp := verify.Compare(*s.out.Base, head)
 		s.out.Comparison = &cmp
-		s.out.Verified = cmp.Verified
-		if obs := s.p.o.Observer; obs != nil {
-			c := cmp.Counts
-			obs.Verify("pass", c.Pass)
-			obs.Verify("regression", c.Regression)
-			obs.Verify("preexisting", c.PreExisting)
-			obs.Verify("fixed", c.Fixed)
-		}
+		s.out.Verdict, s.out.Verified = cmp.Verdict, cmp.Verified
+		s.observe(cmp)
 		if cmp.Verified {
 			s.stage(name, "pass", verifySummary(head, cmp))
 			if round == 0 {
@@ -345,6 +346,12 @@ func (s *jobState) run(ctx context.Context) error {
 			return nil
 		}
 		s.stage(name, "fail", verifySummary(head, cmp))
+		if !cmp.Fixable {
+			if round == 0 {
+				s.stage("fix", "skipped", "nothing the change broke")
+			}
+			return nil
+		}
 		if round >= s.cfg.Limits.MaxFixAttempts {
 			return nil
 		}
@@ -365,6 +372,19 @@ func (s *jobState) run(ctx context.Context) error {
 			s.out.StopReason = fstop
 		}
 	}
+}
+
+func (s *jobState) observe(cmp verify.Comparison) {
+	obs := s.p.o.Observer
+	if obs == nil {
+		return
+	}
+	c := cmp.Counts
+	obs.Verify("pass", c.Pass)
+	obs.Verify("regression", c.Regression)
+	obs.Verify("preexisting", c.PreExisting)
+	obs.Verify("fixed", c.Fixed)
+	obs.Verify("unknown", c.Unknown)
 }
 
 // plan asks the planner for a plan and returns it with the conversation
@@ -552,18 +572,13 @@ func shorten(msgs []chat.Message, budget int) []chat.Message {
 
 // prepare starts the container on the pristine checkout, runs setup (the
 // only step that may have network), drops the network, and runs or loads
-// the baseline on the base commit.
-func (s *jobState) prepare(ctx context.Context) (Session, []verify.Command, error) {
+// the baseline on the base commit. A failing setup step is not an error:
+// it is recorded, the verify commands are skipped, and the verdict says so.
+func (s *jobState) prepare(ctx context.Context) (*sandboxEnv, error) {
 	if s.p.o.Sandbox == nil {
-		return nil, nil, errors.New("no sandbox: verification needs Docker")
+		return nil, errors.New("no sandbox: verification needs Docker")
 	}
-	var cmds []verify.Command
-	for _, c := range s.cfg.VerifyCommands(s.in.Dir) {
-		cmds = append(cmds, verify.Command{Name: c.Name, Run: c.Run, Timeout: c.Timeout})
-	}
-	if len(cmds) == 0 {
-		return nil, nil, errors.New("no verify commands configured or inferred (add verify to .selfcode.yml)")
-	}
+	env := &sandboxEnv{cmds: s.verifyCommands(s.in.Dir)}
 	baseSHA := s.in.BaseSHA
 	if s.in.BaselineSHA != "" {
 		baseSHA = s.in.BaselineSHA
@@ -575,65 +590,119 @@ func (s *jobState) prepare(ctx context.Context) (Session, []verify.Command, erro
 	}
 	if s.out.Base == nil && s.in.BaselineDir != "" {
 		// The baseline is another commit: verify it in a container of its own.
-		bs, err := s.start(ctx, s.in.BaselineDir)
+		bs, setup, err := s.start(ctx, s.in.BaselineDir)
 		if err != nil {
-			return nil, nil, fmt.Errorf("baseline sandbox: %w", err)
+			return nil, fmt.Errorf("baseline sandbox: %w", err)
 		}
-		base, err := verify.Verify(ctx, bs, cmds)
+		base, err := s.runCommands(ctx, bs, setup, s.verifyCommands(s.in.BaselineDir))
 		bs.Close(context.Background())
 		if err != nil {
-			return nil, nil, fmt.Errorf("baseline verification: %w", err)
+			return nil, fmt.Errorf("baseline verification: %w", err)
 		}
 		s.setBase(baseSHA, base)
 	}
-	sess, err := s.start(ctx, s.in.Dir)
+	sess, setup, err := s.start(ctx, s.in.Dir)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
-	ok := false
-	defer func() {
-		if !ok {
-			sess.Close(context.Background())
-		}
-	}()
+	env.sess, env.setup, env.manifests = sess, setup, s.manifestDigest()
 	if s.out.Base == nil {
-		base, err := verify.Verify(ctx, sess, cmds)
+		base, err := s.runCommands(ctx, sess, setup, env.cmds)
 		if err != nil {
-			return nil, nil, fmt.Errorf("baseline verification: %w", err)
+			env.close()
+			return nil, fmt.Errorf("baseline verification: %w", err)
 		}
 		s.setBase(baseSHA, base)
 	}
 	s.artifact("verify-base.json", s.out.Base)
-	ok = true
-	return sess, cmds, nil
+	return env, nil
+}
+
+// sandboxEnv is the container the change is verified in, with the setup
+// it had.
+type sandboxEnv struct {
+	sess      Session
+	setup     []verify.CommandResult
+	cmds      []verify.Command
+	manifests string // digest of the dependency manifests setup ran on
+}
+
+func (e *sandboxEnv) close() {
+	if e.sess != nil {
+		e.sess.Close(context.Background())
+		e.sess = nil
+	}
+}
+
+// verifyCommands are the verification commands for the checkout at dir.
+func (s *jobState) verifyCommands(dir string) []verify.Command {
+	var cmds []verify.Command
+	for _, c := range s.cfg.VerifyCommands(dir) {
+		cmds = append(cmds, verify.Command{Name: c.Name, Run: c.Run, Timeout: c.Timeout})
+	}
+	return cmds
+}
+
+// runCommands runs the verification commands in sess, or skips them all
+// when a setup step failed.
+func (s *jobState) runCommands(ctx context.Context, sess Session, setup []verify.CommandResult, cmds []verify.Command) (verify.Run, error) {
+	var run verify.Run
+	if failed := setupFailed(setup); failed {
+		run = verify.Skip(cmds, verify.SkipSetupFailed)
+	} else {
+		var err error
+		if run, err = verify.Verify(ctx, sess, cmds); err != nil {
+			return run, err
+		}
+	}
+	run.Setup = setup
+	return run, nil
+}
+
+func setupFailed(setup []verify.CommandResult) bool {
+	for _, r := range setup {
+		if !r.Passed {
+			return true
+		}
+	}
+	return false
 }
 
 // start starts a container with dir copied in and setup run; the setup
-// network, if any, is gone when it returns.
-func (s *jobState) start(ctx context.Context, dir string) (Session, error) {
+// network, if any, is gone when it returns. Setup stops at the first step
+// that fails; its results are returned either way.
+func (s *jobState) start(ctx context.Context, dir string) (Session, []verify.CommandResult, error) {
 	deadline := time.Time{}
 	if d, ok := ctx.Deadline(); ok {
 		deadline = d
 	}
-	network := s.cfg.SetupNetwork && len(s.cfg.Setup) > 0
+	steps := s.setupSteps(dir)
+	network := false
+	for _, st := range steps {
+		network = network || st.Network
+	}
 	sess, err := s.p.o.Sandbox.Start(ctx, SandboxSpec{JobID: s.in.JobID, Image: s.cfg.Image, Deadline: deadline, SetupNetwork: network})
 	if err != nil {
-		return nil, fmt.Errorf("start sandbox: %w", err)
+		return nil, nil, fmt.Errorf("start sandbox: %w", err)
 	}
-	fail := func(err error) (Session, error) {
+	fail := func(err error) (Session, []verify.CommandResult, error) {
 		sess.Close(context.Background())
-		return nil, err
+		return nil, nil, err
 	}
 	if err := sess.CopyTree(ctx, dir); err != nil {
 		return fail(fmt.Errorf("copy checkout into sandbox: %w", err))
 	}
-	for _, run := range s.cfg.Setup {
-		res, err := sess.Setup(ctx, run, s.cfg.Limits.CommandTimeout)
+	var results []verify.CommandResult
+	for _, st := range steps {
+		c := verify.Command{Name: st.Name, Run: st.Run, Timeout: st.Timeout}
+		out, err := sess.Setup(ctx, st.Run, st.Timeout)
 		if err != nil {
-			return fail(fmt.Errorf("setup %q: %w", run, err))
+			return fail(fmt.Errorf("setup %q: %w", st.Run, err))
 		}
-		if res.ExitCode != 0 || res.TimedOut {
-			return fail(fmt.Errorf("setup %q failed (exit %d): %s", run, res.ExitCode, verify.Trim(res.Output, 20)))
+		res := verify.Result(c, "", out)
+		results = append(results, res)
+		if !res.Passed {
+			break
 		}
 	}
 	if network {
@@ -641,7 +710,42 @@ func (s *jobState) start(ctx context.Context, dir string) (Session, error) {
 			return fail(fmt.Errorf("drop setup network: %w", err))
 		}
 	}
-	return sess, nil
+	return sess, results, nil
+}
+
+// setupStep is one setup command.
+type setupStep struct {
+	Name    string
+	Run     string
+	Network bool
+	Timeout time.Duration
+}
+
+// setupSteps are the repository's setup commands.
+func (s *jobState) setupSteps(dir string) []setupStep {
+	var steps []setupStep
+	for i, run := range s.cfg.Setup {
+		steps = append(steps, setupStep{Name: fmt.Sprintf("setup %d", i+1), Run: run, Network: s.cfg.SetupNetwork, Timeout: s.cfg.Limits.CommandTimeout})
+	}
+	return steps
+}
+
+// manifestDigest identifies the dependency manifests of the checkout as the
+// model left them, so setup runs again when they change.
+func (s *jobState) manifestDigest() string {
+	h := sha256.New()
+	for _, p := range s.tools.Changed() {
+		if !isManifest(p) {
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join(s.in.Dir, filepath.FromSlash(p)))
+		if err != nil {
+			b = []byte("\x00deleted")
+		}
+		fmt.Fprintf(h, "%s\x00%d\x00", p, len(b))
+		h.Write(b)
+	}
+	return hex.EncodeToString(h.Sum(nil))
 }
 
 func (s *jobState) setBase(sha string, base verify.Run) {
@@ -653,30 +757,58 @@ func (s *jobState) setBase(sha string, base verify.Run) {
 	}
 }
 
-func (s *jobState) verifyChanges(ctx context.Context, sess Session, cmds []verify.Command, round int) (verify.Run, error) {
-	var changed, deleted []string
-	for c := range s.changed {
-		if _, err := os.Lstat(filepath.Join(s.in.Dir, filepath.FromSlash(c))); err == nil {
-			changed = append(changed, c)
-		} else {
-			deleted = append(deleted, c)
+// verifyChanges brings the model's changes into the sandbox (a fresh one,
+// with setup run again, when a dependency manifest changed), runs the
+// verification commands, reruns alone the tests that newly fail to tell
+// flaky ones, and judges the result against the base.
+func (s *jobState) verifyChanges(ctx context.Context, env *sandboxEnv, round int) (verify.Run, verify.Comparison, error) {
+	if d := s.manifestDigest(); d != env.manifests {
+		s.log.Info("a dependency manifest changed; setting up a fresh sandbox", "round", round)
+		env.close()
+		sess, setup, err := s.start(ctx, s.in.Dir)
+		if err != nil {
+			return verify.Run{}, verify.Comparison{}, err
+		}
+		env.sess, env.setup, env.manifests = sess, setup, d
+		env.cmds = s.verifyCommands(s.in.Dir)
+	} else {
+		var changed, deleted []string
+		for c := range s.changed {
+			if _, err := os.Lstat(filepath.Join(s.in.Dir, filepath.FromSlash(c))); err == nil {
+				changed = append(changed, c)
+			} else {
+				deleted = append(deleted, c)
+			}
+		}
+		sort.Strings(changed)
+		sort.Strings(deleted)
+		if err := env.sess.CopyFiles(ctx, s.in.Dir, changed, deleted); err != nil {
+			return verify.Run{}, verify.Comparison{}, fmt.Errorf("copy changes into sandbox: %w", err)
 		}
 	}
-	sort.Strings(changed)
-	sort.Strings(deleted)
-	if err := sess.CopyFiles(ctx, s.in.Dir, changed, deleted); err != nil {
-		return verify.Run{}, fmt.Errorf("copy changes into sandbox: %w", err)
-	}
-	head, err := verify.Verify(ctx, sess, cmds)
+	head, err := s.runCommands(ctx, env.sess, env.setup, env.cmds)
 	if err != nil {
-		return verify.Run{}, fmt.Errorf("verification: %w", err)
+		return verify.Run{}, verify.Comparison{}, fmt.Errorf("verification: %w", err)
+	}
+	cmp := verify.Compare(*s.out.Base, head)
+	if len(cmp.Regressions) > 0 {
+		n, err := verify.RerunRegressions(ctx, env.sess, env.cmds, &head, cmp)
+		if err != nil {
+			return verify.Run{}, verify.Comparison{}, fmt.Errorf("run failing tests again: %w", err)
+		}
+		if n > 0 {
+			cmp = verify.Compare(*s.out.Base, head)
+		}
 	}
 	s.out.Verify = append(s.out.Verify, VerifyResult{Round: round, Run: head})
 	s.artifact(fmt.Sprintf("verify-%d.json", round), head)
-	return head, nil
+	return head, cmp, nil
 }
 
 func verifySummary(head verify.Run, cmp verify.Comparison) string {
+	if cmp.Verdict == verify.Unverified && len(cmp.Reasons) > 0 {
+		return "unverified: " + cmp.Reasons[0].Why
+	}
 	var parts []string
 	for _, c := range head.Commands {
 		mark := "pass"
@@ -719,4 +851,16 @@ func redactTranscript(msgs []chat.Message) []chat.Message {
 		out[i] = m
 	}
 	return out
+}
+
+// isManifest reports whether a changed path is a dependency manifest or
+// lockfile, whose change means setup must run again.
+func isManifest(p string) bool {
+	base := path.Base(p)
+	switch base {
+	case "go.mod", "go.sum", "package.json", "package-lock.json", "npm-shrinkwrap.json", "yarn.lock", "pnpm-lock.yaml",
+		"pyproject.toml", "setup.py", "setup.cfg", "Pipfile", "Pipfile.lock", "poetry.lock":
+		return true
+	}
+	return strings.HasPrefix(base, "requirements") && strings.HasSuffix(base, ".txt")
 }

@@ -7,7 +7,8 @@ func richReport() Report {
 	verify := []VerifyRow{
 		{Name: "build", Command: "go build ./...", Passed: true, Duration: 4200 * time.Millisecond},
 		{Name: "vet", Command: "go vet ./...", Passed: true, Duration: 2100 * time.Millisecond},
-		{Name: "test", Command: "go test ./...", Passed: true, Duration: 38*time.Second + 400*time.Millisecond},
+		{Name: "test", Command: "go test ./...", Passed: true, Status: "passed", Duration: 38*time.Second + 400*time.Millisecond,
+			BaseTests: &TestCount{Pass: 40, Fail: 1}, Tests: &TestCount{Pass: 43, Skip: 1}},
 	}
 	earlier := []VerifyRow{
 		{Name: "build", Command: "go build ./...", Passed: true, Duration: 4 * time.Second},
@@ -39,6 +40,8 @@ func richReport() Report {
 			{Path: "clock/parse_test.go", Action: "modified", Added: 18, Deleted: 0},
 		},
 		Verification:   verify,
+		Verdict:        "verified",
+		Tests:          TestChanges{Fixed: []string{"TestParseDuration (example.com/clock)"}},
 		FixAttempts:    1,
 		MaxFixAttempts: 3,
 		Tokens:         TokenUsage{Total: 48213, ByPhase: map[string]int{"plan": 6120, "edit": 30877, "fix": 9004, "report": 2212}},
@@ -67,6 +70,9 @@ func richReport() Report {
 func richFailure() Report {
 	r := richReport()
 	r.State, r.Outcome, r.Draft = "failed", "verification_failed", true
+	r.Verdict, r.Regressions = "failed", []string{"test: test TestParseDuration/90m (example.com/clock)"}
+	r.Tests = TestChanges{NewlyFailing: []TestFailure{{Name: "TestParseDuration/90m (example.com/clock)", Output: "parse_test.go:41: got 0, want 1h30m0s"}},
+		StillFailing: []string{"TestLegacy (example.com/clock)"}, Flaky: []string{"TestClockSkew (example.com/clock)"}}
 	r.FixAttempts = 3
 	r.Verification = []VerifyRow{
 		{Name: "build", Command: "go build ./...", Passed: true, Duration: 4 * time.Second},
@@ -75,6 +81,24 @@ func richFailure() Report {
 	}
 	r.Stages[3] = Stage{Name: "fix", Status: "fail", Summary: "3 attempts, test still fails", Duration: 4 * time.Minute}
 	r.Stages[4] = Stage{Name: "publish", Status: "pass", Summary: "draft PR"}
+	return r
+}
+
+// richUnverified is richReport when nothing could show the change works.
+func richUnverified() Report {
+	r := richReport()
+	r.State, r.Outcome, r.Draft, r.FixAttempts = "failed", "unverified", true, 0
+	r.Verdict, r.Tests = "unverified", TestChanges{}
+	r.Reasons = []Reason{
+		{Why: "setup step `go mod download` failed on the base commit and on the change (exit status 1)", Next: "add a `setup:` step that can fetch `example.com/words`"},
+		{Why: "`make lint` timed out after 10m0s", Next: "give it a longer `timeout:` in `verify:`"},
+	}
+	r.Verification = []VerifyRow{
+		{Name: "setup: go mod download", Command: "go mod download", Status: "failed", Duration: 3 * time.Second,
+			Output: "go: example.com/words@v1.0.0: unrecognized import path \"example.com/words\""},
+		{Name: "build", Command: "go build ./...", Status: "not run"},
+		{Name: "test", Command: "go test ./...", Status: "not run"},
+	}
 	return r
 }
 

@@ -34,6 +34,8 @@ func funcs() template.FuncMap {
 		"failed":     failedRows,
 		"lastStage":  lastStage,
 		"phaseNames": phaseNames,
+		"result":     rowResult,
+		"tests":      testCounts,
 	}
 }
 
@@ -247,4 +249,43 @@ func phaseNames(m map[string]int) []string {
 	}
 	sort.Strings(names)
 	return names
+}
+
+// rowResult is a verification row's result cell.
+func rowResult(r VerifyRow) string {
+	switch r.Status {
+	case "could not run":
+		return "⚠️ could not run"
+	case "not run":
+		return "⏭️ not run"
+	case "failed":
+		return "❌ fail"
+	case "passed":
+		return "✅ pass"
+	}
+	if r.Passed {
+		return "✅ pass"
+	}
+	return "❌ fail"
+}
+
+// testCounts is "3 passed, 1 failed → 4 passed" for a row's tests, or "—".
+func testCounts(base, head *TestCount) string {
+	one := func(c *TestCount) string {
+		if c == nil {
+			return "—"
+		}
+		parts := []string{fmt.Sprintf("%d passed", c.Pass)}
+		if c.Fail > 0 {
+			parts = append(parts, fmt.Sprintf("%d failed", c.Fail))
+		}
+		if c.Skip > 0 {
+			parts = append(parts, fmt.Sprintf("%d skipped", c.Skip))
+		}
+		return strings.Join(parts, ", ")
+	}
+	if base == nil && head == nil {
+		return "—"
+	}
+	return one(base) + " → " + one(head)
 }

@@ -22,7 +22,17 @@ type Report struct {
 	Duration       time.Duration
 	State          string // job state, e.g. "running", "succeeded"
 	Outcome        string // job outcome, e.g. "pr_opened", "verification_failed"
-	Draft          bool   // the PR is a draft because verification failed
+	Draft          bool   // the PR is a draft because the change is not verified
+	// Verdict is verification's judgement: "verified", "failed" or
+	// "unverified"; empty when the job ended before verification.
+	Verdict string
+	// Reasons say why a change is unverified and what to configure so it
+	// can be (untrusted: they quote repository commands).
+	Reasons []Reason
+	// Regressions name what the change broke (untrusted).
+	Regressions []string
+	// Tests are the test-level differences between the base and the change.
+	Tests TestChanges
 	BlastRadius    []string
 	Iterations     []Iteration // earlier iterations, rendered collapsed
 	Iteration      int         // this report's iteration number (0: not shown)
@@ -66,14 +76,47 @@ type FileChange struct {
 	Binary  bool
 }
 
-// VerifyRow is one verification command's result.
+// VerifyRow is one verification command's (or setup step's) result.
 type VerifyRow struct {
-	Name     string
-	Command  string
-	Passed   bool
+	Name    string
+	Command string
+	Passed  bool
+	// Status is what happened: "passed", "failed", "could not run" or
+	// "not run"; empty means Passed decides.
+	Status   string
 	Duration time.Duration
 	Baseline string // e.g. "also failed on base"
-	Output   string // trimmed first when a body is too long
+	// BaseTests and Tests count the command's tests on the base commit and
+	// on the change, when its runner named them.
+	BaseTests *TestCount
+	Tests     *TestCount
+	Output    string // trimmed first when a body is too long
+}
+
+// TestCount counts tests by result.
+type TestCount struct {
+	Pass, Fail, Skip int
+}
+
+// Reason says why a change could not be verified and what would let it be.
+type Reason struct {
+	Why  string
+	Next string
+}
+
+// TestChanges are the test-level differences between base and change
+// (names untrusted).
+type TestChanges struct {
+	Fixed        []string      // failed on the base, pass now
+	NewlyFailing []TestFailure // passed on the base (or did not exist), fail now
+	StillFailing []string      // fail as on the base
+	Flaky        []string      // failed, then passed when run again alone
+}
+
+// TestFailure is a newly failing test with the first lines of its output.
+type TestFailure struct {
+	Name   string
+	Output string
 }
 
 // TokenUsage counts model tokens.

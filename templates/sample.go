@@ -7,7 +7,8 @@ import "time"
 func sampleReport() Report {
 	rows := []VerifyRow{
 		{Name: "build", Command: "go build ./...", Passed: true, Duration: 1200 * time.Millisecond},
-		{Name: "test", Command: "go test ./...", Passed: false, Duration: 9 * time.Second, Baseline: "also failed on base", Output: "--- FAIL: TestX\nFAIL"},
+		{Name: "test", Command: "go test ./...", Passed: false, Status: "failed", Duration: 9 * time.Second, Baseline: "also failed on base", Output: "--- FAIL: TestX\nFAIL",
+			BaseTests: &TestCount{Pass: 3, Fail: 1}, Tests: &TestCount{Pass: 3, Fail: 1, Skip: 1}},
 	}
 	files := []FileChange{{Path: "main.go", Action: "modified", Added: 3, Deleted: 1}, {Path: "logo.png", Action: "added", Binary: true}}
 	return Report{
@@ -18,6 +19,9 @@ func sampleReport() Report {
 		FilesChanged: files, Verification: rows, FixAttempts: 1, MaxFixAttempts: 3,
 		Tokens:   TokenUsage{Total: 1000, ByPhase: map[string]int{"plan": 400, "edit": 600}},
 		Duration: time.Minute, State: "running", Outcome: "pr_opened", Draft: true,
+		Verdict: "unverified", Reasons: []Reason{{Why: "setup failed", Next: "add a setup step"}}, Regressions: []string{"test: test TestY (p)"},
+		Tests: TestChanges{Fixed: []string{"TestA (p)"}, NewlyFailing: []TestFailure{{Name: "TestY (p)", Output: "want 1, got 2"}},
+			StillFailing: []string{"TestX (p)"}, Flaky: []string{"TestZ (p)"}},
 		BlastRadius: []string{"cmd/app"},
 		Iterations:  []Iteration{{Number: 1, Summary: "first", Outcome: "verification_failed", FilesChanged: files, Verification: rows}},
 		Logs:        "log line", Stages: []Stage{{Name: "plan", Status: "pass", Summary: "ok", Duration: time.Second}, {Name: "edit", Status: "fail"}},

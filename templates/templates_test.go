@@ -28,6 +28,9 @@ func TestGolden(t *testing.T) {
 	}{
 		{"pr_body_rich", func() (string, error) { return r.PRBody(richReport()) }},
 		{"pr_body_draft", func() (string, error) { return r.PRBody(richFailure()) }},
+		{"pr_body_unverified", func() (string, error) { return r.PRBody(richUnverified()) }},
+		{"failure_report_unverified", func() (string, error) { return r.FailureReport(richUnverified()) }},
+		{"progress_unverified", func() (string, error) { return r.Progress(richUnverified()) }},
 		{"pr_body_minimal", func() (string, error) { return r.PRBody(minimalReport()) }},
 		{"progress_running", func() (string, error) { return r.Progress(richRunning()) }},
 		{"progress_rich", func() (string, error) { return r.Progress(richReport()) }},
@@ -86,12 +89,33 @@ func TestPRBodyHasRequiredSections(t *testing.T) {
 		"## Summary", "`ParseDuration` now accepts", // summary
 		"## Plan", "Drop the 0–59 check", // plan
 		"## Files changed", "`clock/parse.go`", // files
-		"| test | `go test ./...` | ✅ pass | 38.4s |", // verification row: command, result, duration
+		"| test | `go test ./...` | ✅ pass | 40 passed, 1 failed → 43 passed, 1 skipped | 38.4s |", // verification row: command, result, tests, duration
 		"Fix attempts: 1 of 3", "Tokens used: 48,213", "Duration: 3m12s",
 		"Closes #42",
 	} {
 		if !strings.Contains(body, want) {
 			t.Errorf("PR body lacks %q", want)
+		}
+	}
+}
+
+func TestReportStartsWithTheVerdict(t *testing.T) {
+	r := newRenderer(t, Options{})
+	for _, tc := range []struct {
+		name string
+		rep  Report
+		want string
+	}{
+		{"verified", richReport(), "**Verified:** the repository's own checks ran on this change and nothing that passed on the base commit fails now; 1 failing test now passes."},
+		{"failed", richFailure(), "**Verification failed:** this change breaks 1 thing that passed on the base commit (first: test: test TestParseDuration/90m (example.com/clock)), and 3 fix attempts could not repair it."},
+		{"unverified", richUnverified(), "**Unverified:** this change could not be verified: setup step `go mod download` failed on the base commit and on the change (exit status 1). To verify it, add a `setup:` step that can fetch `example.com/words`."},
+	} {
+		body, err := r.PRBody(tc.rep)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if first, _, _ := strings.Cut(body, "\n"); first != tc.want {
+			t.Errorf("%s: first line\n%s\nwant\n%s", tc.name, first, tc.want)
 		}
 	}
 }

@@ -2,11 +2,24 @@ package engine
 
 import (
 	"context"
+	"fmt"
+	"path"
+	"strings"
+	"sync/atomic"
 	"time"
+
+	"github.com/bmatcuk/doublestar/v4"
 
 	"github.com/selfcode/selfcode/app/sandbox"
 	"github.com/selfcode/selfcode/pipeline"
 	"github.com/selfcode/selfcode/pipeline/verify"
+)
+
+// Bounds on the report files read back after a command.
+const (
+	maxReportFiles = 50
+	maxReportBytes = 32 << 20 // per file
+	maxReportTotal = 64 << 20 // per command
 )
 
 // Sandbox implements pipeline.Sandbox with app/sandbox containers.
@@ -20,30 +33,129 @@ func (s Sandbox) Start(ctx context.Context, spec pipeline.SandboxSpec) (pipeline
 	if err != nil {
 		return nil, err
 	}
-	return session{c: c}, nil
+	return &session{c: c}, nil
 }
 
-type session struct{ c *sandbox.Container }
+type session struct {
+	c     *sandbox.Container
+	marks atomic.Int64
+}
 
-func (s session) CopyTree(ctx context.Context, dir string) error { return s.c.CopyTree(ctx, dir) }
+func (s *session) CopyTree(ctx context.Context, dir string) error { return s.c.CopyTree(ctx, dir) }
 
-func (s session) CopyFiles(ctx context.Context, dir string, changed, deleted []string) error {
+func (s *session) CopyFiles(ctx context.Context, dir string, changed, deleted []string) error {
 	return s.c.CopyFiles(ctx, dir, changed, deleted)
 }
 
-func (s session) DropNetwork(ctx context.Context) error { return s.c.DropNetwork(ctx) }
+func (s *session) DropNetwork(ctx context.Context) error { return s.c.DropNetwork(ctx) }
 
-func (s session) Close(ctx context.Context) error { return s.c.Close(ctx) }
+func (s *session) Close(ctx context.Context) error { return s.c.Close(ctx) }
 
-func (s session) Setup(ctx context.Context, run string, timeout time.Duration) (verify.Outcome, error) {
+func (s *session) Setup(ctx context.Context, run string, timeout time.Duration) (verify.Outcome, error) {
 	r, err := s.c.Exec(ctx, sandbox.Cmd{Run: run, Timeout: timeout, Setup: true})
 	return outcome(r), err
 }
 
-func (s session) Exec(ctx context.Context, c verify.Command) (verify.Outcome, error) {
-	r, err := s.c.Exec(ctx, sandbox.Cmd{Run: c.Run, Timeout: c.Timeout})
-	return outcome(r), err
+// Exec runs a verification command; when it names report files, the ones
+// it wrote (newer than a mark made just before it) are read back.
+func (s *session) Exec(ctx context.Context, c verify.Command) (verify.Outcome, error) {
+	mark := ""
+	if len(c.Reports) > 0 {
+		mark = fmt.Sprintf("/tmp/.selfcode-mark-%d", s.marks.Add(1))
+		if _, err := s.c.Exec(ctx, sandbox.Cmd{Run: "mkdir -p /tmp/selfcode-reports && : > " + mark, Timeout: time.Minute}); err != nil {
+			return verify.Outcome{}, err
+		}
+	}
+	r, err := s.c.Exec(ctx, sandbox.Cmd{Run: c.Run, Timeout: c.Timeout, OutputCap: c.OutputBytes})
+	if err != nil {
+		return outcome(r), err
+	}
+	out := outcome(r)
+	if mark != "" {
+		files, err := s.readReports(ctx, c.Reports, mark)
+		if err != nil {
+			return out, fmt.Errorf("read the reports of %q: %w", c.Name, err)
+		}
+		out.Files = files
+	}
+	return out, nil
 }
+
+// readReports finds the regular files matching patterns (absolute sandbox
+// paths, or globs relative to the work tree) written since mark, and reads
+// them, within bounds. Names come from inside the sandbox and are checked
+// before use.
+func (s *session) readReports(ctx context.Context, patterns []string, mark string) (map[string][]byte, error) {
+	work := s.c.Workdir()
+	roots := map[string]bool{}
+	for _, p := range patterns {
+		roots[searchRoot(p, work)] = true
+	}
+	var args []string
+	for r := range roots {
+		args = append(args, shellQuote(r))
+	}
+	// Skip the heavy trees nobody keeps reports in.
+	list := fmt.Sprintf(`find %s \( -name .git -o -name node_modules -o -name .venv \) -prune -o -type f -newer %s -size -%dk -print0 2>/dev/null; exit 0`,
+		strings.Join(args, " "), mark, maxReportBytes/1024)
+	res, err := s.c.Exec(ctx, sandbox.Cmd{Run: list, Timeout: time.Minute, OutputCap: 4 << 20})
+	if err != nil {
+		return nil, err
+	}
+	files := map[string][]byte{}
+	total := 0
+	for _, name := range strings.Split(res.Stdout, "\x00") {
+		if name == "" || len(files) >= maxReportFiles || !path.IsAbs(name) || path.Clean(name) != name || strings.ContainsAny(name, "\n\r") {
+			continue
+		}
+		if !matchesAny(patterns, name, work) {
+			continue
+		}
+		r, err := s.c.Exec(ctx, sandbox.Cmd{Run: "cat -- " + shellQuote(name), Timeout: time.Minute, OutputCap: maxReportBytes})
+		if err != nil {
+			return nil, err
+		}
+		if r.ExitCode != 0 || r.Truncated || total+len(r.Stdout) > maxReportTotal {
+			continue
+		}
+		total += len(r.Stdout)
+		files[name] = []byte(r.Stdout)
+	}
+	return files, nil
+}
+
+// searchRoot is the directory to look in for pattern: the part before its
+// first glob metacharacter, or the work tree for a relative pattern.
+func searchRoot(pattern, work string) string {
+	if !path.IsAbs(pattern) {
+		return work
+	}
+	dir := pattern
+	if i := strings.IndexAny(pattern, "*?[{"); i >= 0 {
+		dir = pattern[:i]
+	}
+	return path.Dir(dir + "x") // "a/b/" → "a/b", "a/b/c.xml" → "a/b"
+}
+
+// matchesAny reports whether the absolute path name matches a pattern.
+func matchesAny(patterns []string, name, work string) bool {
+	for _, p := range patterns {
+		target := name
+		if !path.IsAbs(p) {
+			rel, ok := strings.CutPrefix(name, work+"/")
+			if !ok {
+				continue
+			}
+			target = rel
+		}
+		if ok, err := doublestar.Match(p, target); err == nil && ok {
+			return true
+		}
+	}
+	return false
+}
+
+func shellQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'" }
 
 func outcome(r sandbox.Result) verify.Outcome {
 	out := r.Output
@@ -51,5 +163,5 @@ func outcome(r sandbox.Result) verify.Outcome {
 		out = r.Stdout + r.Stderr
 	}
 	return verify.Outcome{ExitCode: r.ExitCode, Output: out, Duration: r.Duration,
-		TimedOut: r.TimedOut || r.Killed, Truncated: r.Truncated, OOMKilled: r.OOMKilled}
+		TimedOut: r.TimedOut || r.Killed, Truncated: r.Truncated, OutputStopped: r.OutputStopped, OOMKilled: r.OOMKilled}
 }

@@ -58,7 +58,11 @@ const (
 	OutcomePlanPosted         Outcome = "plan_posted"
 	OutcomeNoChange           Outcome = "no_change"
 	OutcomeVerificationFailed Outcome = "verification_failed"
-	OutcomeError              Outcome = "error"
+	// OutcomeUnverified: a change was made but nothing shows it works
+	// (setup failed, a command is missing or timed out, nothing ran, or
+	// a command fails on the base too and its tests are unknown).
+	OutcomeUnverified Outcome = "unverified"
+	OutcomeError      Outcome = "error"
 )
 
 // Kind says what a job does when it runs.

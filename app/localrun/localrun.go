@@ -16,6 +16,7 @@ import (
 	"github.com/selfcode/selfcode/app/job"
 	"github.com/selfcode/selfcode/pipeline"
 	"github.com/selfcode/selfcode/pipeline/repoconfig"
+	"github.com/selfcode/selfcode/pipeline/verify"
 	"github.com/selfcode/selfcode/templates"
 )
 
@@ -113,6 +114,9 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		rep.Outcome = "pr_opened"
 		if !out.Verified {
 			rep.State, rep.Outcome, rep.Draft = "failed", "verification_failed", true
+			if out.Verdict == verify.Unverified {
+				rep.Outcome = "unverified"
+			}
 		}
 		rep.FilesChanged = append(rep.FilesChanged, changedFiles(ctx, src, baseSHA)...)
 	}

@@ -164,6 +164,13 @@ func explain(j *job.Job, r Run, scope *pipeline.Scope, moved *store.MovedJob, lo
 	case strings.HasPrefix(j.Error, worker.OvertimeError):
 		fmt.Fprintf(&b, "Stopped: the job ran longer than the overnight time limit after %s.", j.Duration().Round(time.Second))
 		next = fmt.Sprintf("Split %s into smaller issues (or raise SELFCODE_OVERNIGHT_MAX_DURATION) and label it again.", ref)
+	case r.Outcome == Fail && j.Outcome == job.OutcomeUnverified:
+		b.WriteString("The change could not be verified")
+		if r.PRURL != "" {
+			b.WriteString("; the draft pull request " + r.PRURL + " says why")
+		}
+		b.WriteString(".")
+		next = fmt.Sprintf("Configure verification for %s as the draft's report says, then label it again.", ref)
 	case r.Outcome == Fail && j.Outcome == job.OutcomeVerificationFailed:
 		b.WriteString("Verification still failed after the fix attempts")
 		if r.PRURL != "" {

@@ -153,7 +153,7 @@ func (x *run) iterations(ctx context.Context, branch string) []templates.Iterati
 	var its []templates.Iteration
 	for i := len(jobs) - 1; i >= 0; i-- {
 		j := jobs[i]
-		if j.Outcome != job.OutcomePROpened && j.Outcome != job.OutcomePRUpdated && j.Outcome != job.OutcomeVerificationFailed {
+		if j.Outcome != job.OutcomePROpened && j.Outcome != job.OutcomePRUpdated && j.Outcome != job.OutcomeVerificationFailed && j.Outcome != job.OutcomeUnverified {
 			continue
 		}
 		it := templates.Iteration{Outcome: string(j.Outcome)}

@@ -18,6 +18,7 @@ import (
 	"github.com/selfcode/selfcode/app/job"
 	"github.com/selfcode/selfcode/app/store"
 	"github.com/selfcode/selfcode/app/worker"
+	"github.com/selfcode/selfcode/pipeline/verify"
 	"github.com/selfcode/selfcode/templates"
 )
 
@@ -78,6 +79,9 @@ type Result struct {
 	Report   templates.Report
 	Title    string // pull request title; default from the issue
 	Verified bool
+	// Verdict is verification's judgement; Verified is Verdict ==
+	// verify.Verified.
+	Verdict verify.Verdict
 	// DraftOnFailure is the repository's draft_on_failure (default true).
 	DraftOnFailure bool
 	// Skip, when set, ends the job without publishing a change (e.g. a
@@ -431,8 +435,8 @@ func (x *run) work(ctx context.Context, client *gh.Client) (job.Outcome, error) 
 		if err != nil {
 			return "", fmt.Errorf("render failure report: %w", err)
 		}
-		x.stage("publish", "skipped", "verification failed; draft_on_failure is off")
-		return job.OutcomeVerificationFailed, x.pub.Comment(ctx, body)
+		x.stage("publish", "skipped", "not verified; draft_on_failure is off")
+		return unverifiedOutcome(res.Verdict), x.pub.Comment(ctx, body)
 	}
 	if fastForward {
 		err = git.PushFastForward(ctx, ws, branch, token)
@@ -484,7 +488,10 @@ func (x *run) work(ctx context.Context, client *gh.Client) (job.Outcome, error) 
 	conclusion, ctitle := "success", "Verified"
 	if !res.Verified {
 		conclusion, ctitle = "failure", "Verification failed"
-		outcome = job.OutcomeVerificationFailed
+		if res.Verdict == verify.Unverified {
+			conclusion, ctitle = "neutral", "Unverified"
+		}
+		outcome = unverifiedOutcome(res.Verdict)
 	}
 	summary := checkSummary(x.report())
 	if err := x.pub.Check(ctx, sha, "in_progress", "", "selfcode is publishing", "Pushed "+sha[:12]+"."); err != nil {
@@ -555,7 +562,7 @@ func (x *run) finish(outcome job.Outcome, err error) {
 		x.rep.State, x.rep.Outcome, x.rep.Error = string(job.StateFailed), string(job.OutcomeError), err.Error()
 	default:
 		x.rep.State, x.rep.Outcome = string(job.StateSucceeded), string(outcome)
-		if outcome == job.OutcomeVerificationFailed {
+		if outcome == job.OutcomeVerificationFailed || outcome == job.OutcomeUnverified {
 			x.rep.State = string(job.StateFailed)
 		}
 	}
@@ -569,7 +576,7 @@ func (x *run) finish(outcome job.Outcome, err error) {
 		x.log.Warn("final progress comment", "err", err)
 	}
 	reaction := gh.ReactionRocket
-	if err != nil || outcome == job.OutcomeVerificationFailed || outcome == job.OutcomeError {
+	if err != nil || outcome == job.OutcomeVerificationFailed || outcome == job.OutcomeUnverified || outcome == job.OutcomeError {
 		reaction = gh.ReactionConfused
 	}
 	if errs.KindOf(err) == errs.KindCanceled {
@@ -598,8 +605,33 @@ func commitMessage(title string, j *job.Job, issue int) string {
 	return b.String()
 }
 
+// unverifiedOutcome is the outcome of a change that is not verified.
+func unverifiedOutcome(v verify.Verdict) job.Outcome {
+	if v == verify.Unverified {
+		return job.OutcomeUnverified
+	}
+	return job.OutcomeVerificationFailed
+}
+
 func checkSummary(rep templates.Report) string {
 	var b strings.Builder
+	switch rep.Verdict {
+	case string(verify.Verified):
+		b.WriteString("Verified: the repository's own checks ran on this change and nothing that passed on the base commit fails now.\n\n")
+	case string(verify.Failed):
+		b.WriteString("Verification failed: this change breaks something that passed on the base commit.\n\n")
+	case string(verify.Unverified):
+		b.WriteString("Unverified: this change could not be verified")
+		if len(rep.Reasons) > 0 {
+			b.WriteString(": " + rep.Reasons[0].Why + ".")
+			if rep.Reasons[0].Next != "" {
+				b.WriteString(" To verify it, " + rep.Reasons[0].Next + ".")
+			}
+		} else {
+			b.WriteString(".")
+		}
+		b.WriteString("\n\n")
+	}
 	if rep.Summary != "" {
 		b.WriteString(rep.Summary + "\n\n")
 	}

@@ -2,7 +2,6 @@ package sandbox
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -25,8 +24,12 @@ type Cmd struct {
 	// past the container's deadline).
 	Timeout time.Duration
 	// OutputCap bounds the bytes of stdout+stderr kept (default
-	// Limits.OutputCap); output past it stops the command.
+	// Limits.OutputCap): past it the first and last halves are kept, with a
+	// line saying how much was cut between them, and the command goes on.
 	OutputCap int64
+	// OutputStop bounds the bytes of stdout+stderr a command may print at
+	// all (default Limits.OutputStop); past it the command is stopped.
+	OutputStop int64
 	// Dir is the working directory, relative to the work tree (default: the
 	// work tree itself).
 	Dir string
@@ -46,8 +49,11 @@ type Result struct {
 	Output    string // stdout and stderr interleaved as they arrived
 	Duration  time.Duration
 	TimedOut  bool // the timeout ended the command
-	Truncated bool // output reached the cap; the command was stopped
-	OOMKilled bool // the kernel's out-of-memory killer ended a process of the command
+	Truncated bool // output passed OutputCap; its middle was cut (the command went on)
+	// OutputStopped means output passed OutputStop and the command was
+	// stopped there.
+	OutputStopped bool
+	OOMKilled     bool // the kernel's out-of-memory killer ended a process of the command
 	// Killed means the command outlived its timeout so the whole container
 	// was killed; the Container is unusable afterwards (ErrContainerGone).
 	Killed bool
@@ -76,8 +82,8 @@ const killScript = `p=$(cat "$0" 2>/dev/null); [ -n "$p" ] || exit 3
 if command -v bash >/dev/null 2>&1; then exec bash -c 'kill -s KILL -- "-$1"' bash "$p"; fi
 kill -s TERM "$p"`
 
-// errCapReached stops copying output once the cap is reached.
-var errCapReached = errors.New("output cap reached")
+// errStopReached stops copying output once OutputStop is reached.
+var errStopReached = errors.New("output stop limit reached")
 
 // Exec runs cmd inside the container and returns its result. Three layers
 // bound its time: GNU `timeout -k` inside, then a host-side deadline a little
@@ -121,6 +127,11 @@ func (c *Container) Exec(ctx context.Context, cmd Cmd) (Result, error) {
 	if outCap <= 0 {
 		outCap = lim.OutputCap
 	}
+	outStop := cmd.OutputStop
+	if outStop <= 0 {
+		outStop = lim.OutputStop
+	}
+	outStop = max(outStop, outCap)
 	env := slices.Clone(c.env)
 	for _, k := range slices.Sorted(maps.Keys(cmd.Env)) {
 		env = append(env, k+"="+cmd.Env[k])
@@ -147,10 +158,10 @@ func (c *Container) Exec(ctx context.Context, cmd Cmd) (Result, error) {
 		}
 		return Result{}, c.goneError("start exec", err)
 	}
-	out := &capture{left: outCap}
+	out := newCapture(outCap, outStop)
 	copied := make(chan error, 1)
 	go func() {
-		_, err := stdcopy.StdCopy(stream{out, &out.stdout}, stream{out, &out.stderr}, resp.Reader)
+		_, err := stdcopy.StdCopy(stream{out, out.stdout}, stream{out, out.stderr}, resp.Reader)
 		copied <- err
 	}()
 
@@ -158,8 +169,8 @@ func (c *Container) Exec(ctx context.Context, cmd Cmd) (Result, error) {
 	select {
 	case err := <-copied:
 		resp.Close()
-		if errors.Is(err, errCapReached) {
-			res.Truncated = true
+		if errors.Is(err, errStopReached) {
+			res.OutputStopped = true
 			c.stopGroup(ctx, pidFile)
 		}
 	case <-hostLimit.C:
@@ -197,10 +208,10 @@ func (c *Container) Exec(ctx context.Context, cmd Cmd) (Result, error) {
 	res.Duration = time.Since(start)
 	out.fill(&res)
 	// 124: GNU timeout's SIGTERM ended it; 137 after the timeout: its SIGKILL did.
-	if (res.ExitCode == 124 || res.ExitCode == 137) && res.Duration >= timeout && !res.Truncated {
+	if (res.ExitCode == 124 || res.ExitCode == 137) && res.Duration >= timeout && !res.OutputStopped {
 		res.TimedOut = true
 	}
-	if res.ExitCode != 0 && !res.TimedOut && !res.Truncated {
+	if res.ExitCode != 0 && !res.TimedOut && !res.OutputStopped {
 		res.OOMKilled = c.oomKilled(ctx)
 	}
 	if err := c.usable(); err != nil {
@@ -294,10 +305,10 @@ func (c *Container) run(ctx context.Context, argv []string) (string, int, error)
 		return "", -1, c.goneError("start exec", err)
 	}
 	defer resp.Close()
-	out := &capture{left: 1 << 20}
+	out := newCapture(1<<20, 1<<20)
 	copied := make(chan error, 1)
 	go func() {
-		_, err := stdcopy.StdCopy(stream{out, &out.stdout}, stream{out, &out.stderr}, resp.Reader)
+		_, err := stdcopy.StdCopy(stream{out, out.stdout}, stream{out, out.stderr}, resp.Reader)
 		copied <- err
 	}()
 	select {
@@ -325,36 +336,108 @@ func (c *Container) run(ctx context.Context, argv []string) (string, int, error)
 	}
 }
 
-// capture keeps at most left bytes of a command's output.
+// capture keeps a command's output within bounds: each of stdout, stderr
+// and the interleaved stream keeps its first and last keep/2 bytes, and
+// copying stops once stop bytes have arrived in all.
 type capture struct {
-	left                     int64
-	truncated                bool
-	stdout, stderr, combined bytes.Buffer
+	seen, stop               int64
+	stopped                  bool
+	stdout, stderr, combined *headTail
+}
+
+func newCapture(keep, stop int64) *capture {
+	return &capture{stop: stop, stdout: newHeadTail(keep), stderr: newHeadTail(keep), combined: newHeadTail(keep)}
 }
 
 // stream is one of a capture's two writers; StdCopy writes from one goroutine.
 type stream struct {
 	c   *capture
-	buf *bytes.Buffer
+	buf *headTail
 }
 
 func (s stream) Write(p []byte) (int, error) {
-	if int64(len(p)) > s.c.left {
-		p = p[:s.c.left]
-		s.c.truncated = true
+	n := len(p)
+	if left := s.c.stop - s.c.seen; int64(len(p)) > left {
+		p = p[:left]
+		s.c.stopped = true
 	}
 	s.buf.Write(p)
 	s.c.combined.Write(p)
-	s.c.left -= int64(len(p))
-	if s.c.truncated {
-		return len(p), errCapReached
+	s.c.seen += int64(len(p))
+	if s.c.stopped {
+		return len(p), errStopReached
 	}
-	return len(p), nil
+	return n, nil
 }
 
 func (c *capture) fill(r *Result) {
 	r.Stdout, r.Stderr, r.Output = c.stdout.String(), c.stderr.String(), c.combined.String()
-	r.Truncated = r.Truncated || c.truncated
+	r.Truncated = r.Truncated || c.combined.cut > 0 || c.stdout.cut > 0 || c.stderr.cut > 0
+	r.OutputStopped = r.OutputStopped || c.stopped
+}
+
+// headTail keeps the first and the last half of at most keep bytes
+// written to it, and counts what falls between.
+type headTail struct {
+	head, tail []byte // tail is a ring once full
+	half       int
+	next       int   // ring position of the oldest tail byte
+	cut        int64 // bytes dropped between head and tail
+}
+
+func newHeadTail(keep int64) *headTail {
+	half := int(max(keep/2, 1))
+	return &headTail{half: half}
+}
+
+func (h *headTail) Write(p []byte) {
+	if n := min(len(p), h.half-len(h.head)); n > 0 {
+		h.head = append(h.head, p[:n]...)
+		p = p[n:]
+	}
+	for len(p) > 0 {
+		if len(h.tail) < h.half {
+			n := min(len(p), h.half-len(h.tail))
+			h.tail = append(h.tail, p[:n]...)
+			p = p[n:]
+			continue
+		}
+		// The ring is full: each new byte pushes the oldest one out.
+		if len(p) >= h.half {
+			h.cut += int64(len(p) - h.half)
+			h.cut += int64(h.half)
+			copy(h.tail, p[len(p)-h.half:])
+			h.next = 0
+			return
+		}
+		n := min(len(p), h.half-h.next)
+		copy(h.tail[h.next:], p[:n])
+		h.cut += int64(n)
+		h.next = (h.next + n) % h.half
+		p = p[n:]
+	}
+}
+
+// TruncationNote is the line put where output was cut; %d is the number
+// of bytes left out.
+const TruncationNote = "[… selfcode cut %d bytes of output here …]"
+
+// String returns the head, the tail, and between them a line saying how
+// much was cut when anything was.
+func (h *headTail) String() string {
+	tail := h.tail
+	if h.next > 0 {
+		tail = append(append([]byte(nil), h.tail[h.next:]...), h.tail[:h.next]...)
+	}
+	if h.cut == 0 {
+		return string(h.head) + string(tail)
+	}
+	note := fmt.Sprintf(TruncationNote, h.cut)
+	head := string(h.head)
+	if !strings.HasSuffix(head, "\n") {
+		head += "\n"
+	}
+	return head + note + "\n" + string(tail)
 }
 
 // seconds formats d for GNU timeout, rounded up to milliseconds.

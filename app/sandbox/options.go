@@ -21,7 +21,8 @@ const (
 	DefaultTmpSize        = 1 << 30 // bytes of the /tmp tmpfs (counts towards Memory)
 	DefaultCommandTimeout = 10 * time.Minute
 	DefaultKillAfter      = 5 * time.Second
-	DefaultOutputCap      = 1 << 20 // bytes of stdout+stderr kept per command
+	DefaultOutputCap      = 4 << 20 // bytes of stdout+stderr kept per command (head and tail)
+	DefaultOutputStop     = 1 << 30 // bytes of stdout+stderr after which a command is stopped
 	DefaultJobTimeout     = time.Hour
 )
 
@@ -41,6 +42,7 @@ type Limits struct {
 	CommandTimeout time.Duration // per command when Cmd.Timeout is zero
 	KillAfter      time.Duration // SIGTERM → SIGKILL delay of `timeout -k`
 	OutputCap      int64         // per command when Cmd.OutputCap is zero
+	OutputStop     int64         // per command when Cmd.OutputStop is zero
 	JobTimeout     time.Duration // container lifetime when Spec.Deadline is zero
 }
 
@@ -68,6 +70,9 @@ func (l Limits) withDefaults() Limits {
 	}
 	if l.OutputCap == 0 {
 		l.OutputCap = DefaultOutputCap
+	}
+	if l.OutputStop == 0 {
+		l.OutputStop = DefaultOutputStop
 	}
 	if l.JobTimeout == 0 {
 		l.JobTimeout = DefaultJobTimeout

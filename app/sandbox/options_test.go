@@ -2,6 +2,7 @@ package sandbox
 
 import (
 	"errors"
+	"fmt"
 	"path"
 	"path/filepath"
 	"slices"
@@ -193,23 +194,103 @@ func TestNameSafe(t *testing.T) {
 	}
 }
 
-func TestCaptureCapsCombinedOutput(t *testing.T) {
-	c := &capture{left: 10}
-	out, errw := stream{c, &c.stdout}, stream{c, &c.stderr}
-	if _, err := out.Write([]byte("12345")); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := errw.Write([]byte("abc")); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := out.Write([]byte("6789")); !errors.Is(err, errCapReached) {
-		t.Fatalf("write past the cap = %v, want errCapReached", err)
+func TestCaptureKeepsHeadAndTail(t *testing.T) {
+	t.Parallel()
+	c := newCapture(10, 100)
+	out, errw := stream{c, c.stdout}, stream{c, c.stderr}
+	for _, w := range []struct {
+		s    stream
+		data string
+	}{{out, "12345"}, {errw, "abc"}, {out, "6789"}, {out, "XYZ"}} {
+		if _, err := w.s.Write([]byte(w.data)); err != nil {
+			t.Fatal(err)
+		}
 	}
 	var r Result
 	c.fill(&r)
-	if r.Stdout != "1234567" || r.Stderr != "abc" || r.Output != "12345abc67" || !r.Truncated {
+	if r.Stdout != "12345\n"+fmt.Sprintf(TruncationNote, 2)+"\n89XYZ" {
+		t.Errorf("stdout = %q", r.Stdout)
+	}
+	if r.Stderr != "abc" || !r.Truncated || r.OutputStopped {
 		t.Errorf("capture = %+v", r)
 	}
+	if want := "12345\n" + fmt.Sprintf(TruncationNote, 5) + "\n89XYZ"; r.Output != want {
+		t.Errorf("combined = %q, want %q", r.Output, want)
+	}
+}
+
+func TestCaptureStopsAtOutputStop(t *testing.T) {
+	t.Parallel()
+	c := newCapture(4, 6)
+	out := stream{c, c.stdout}
+	if _, err := out.Write([]byte("1234")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := out.Write([]byte("56789")); !errors.Is(err, errStopReached) {
+		t.Fatalf("write past the stop = %v, want errStopReached", err)
+	}
+	var r Result
+	c.fill(&r)
+	if !r.OutputStopped || !r.Truncated || r.Stdout != "12\n"+fmt.Sprintf(TruncationNote, 2)+"\n56" {
+		t.Errorf("capture = %+v", r)
+	}
+}
+
+func TestHeadTail(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		keep   int64
+		writes []string
+		want   string
+	}{
+		{keep: 8, writes: []string{"abc"}, want: "abc"},
+		{keep: 8, writes: []string{"abcdefgh"}, want: "abcdefgh"},
+		{keep: 8, writes: []string{"abcdefghij"}, want: "abcd\n" + fmt.Sprintf(TruncationNote, 2) + "\nghij"},
+		{keep: 8, writes: []string{"ab", "cd", "ef", "gh", "ij", "kl"}, want: "abcd\n" + fmt.Sprintf(TruncationNote, 4) + "\nijkl"},
+		{keep: 8, writes: []string{"abcd", strings.Repeat("x", 100), "wxyz"}, want: "abcd\n" + fmt.Sprintf(TruncationNote, 100) + "\nwxyz"},
+		{keep: 8, writes: []string{"abcd\n", "efgh"}, want: "abcd\n" + fmt.Sprintf(TruncationNote, 1) + "\nefgh"},
+	}
+	for _, tc := range tests {
+		h := newHeadTail(tc.keep)
+		for _, w := range tc.writes {
+			h.Write([]byte(w))
+		}
+		if got := h.String(); got != tc.want {
+			t.Errorf("%q: got %q, want %q", tc.writes, got, tc.want)
+		}
+	}
+}
+
+func FuzzHeadTail(f *testing.F) {
+	f.Add(int64(8), []byte("abcdefghijkl"), 3)
+	f.Fuzz(func(t *testing.T, keep int64, data []byte, chunk int) {
+		keep = 2 + abs64(keep)%64
+		chunk = 1 + int(abs64(int64(chunk))%16)
+		h := newHeadTail(keep)
+		for i := 0; i < len(data); i += chunk {
+			h.Write(data[i:min(i+chunk, len(data))])
+		}
+		half := int(keep / 2)
+		if int64(len(data)) <= int64(2*half) {
+			if h.String() != string(data) {
+				t.Fatalf("short input changed: %q → %q", data, h.String())
+			}
+			return
+		}
+		if h.cut != int64(len(data)-2*half) {
+			t.Fatalf("cut %d, want %d", h.cut, len(data)-2*half)
+		}
+		if !strings.HasPrefix(h.String(), string(data[:half])) || !strings.HasSuffix(h.String(), string(data[len(data)-half:])) {
+			t.Fatalf("head/tail lost: %q from %q", h.String(), data)
+		}
+	})
+}
+
+func abs64(v int64) int64 {
+	if v < 0 {
+		return -v
+	}
+	return v
 }
 
 func FuzzParseNetDev(f *testing.F) {

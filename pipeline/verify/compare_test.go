@@ -25,7 +25,9 @@ func TestCompare(t *testing.T) {
 		preExisting []string
 		fixed       []string
 		notes       []string // substrings expected in Notes
+		reasons     []string // substrings expected in Reasons' Why
 		counts      Counts
+		verdict     Verdict // default: Verified when verified, else Failed
 	}{
 		{
 			name:        "pre-existing failing tests are not blamed",
@@ -51,34 +53,43 @@ func TestCompare(t *testing.T) {
 			base:     runFixture(t, build("", 0), test("brokenbase.jsonl", 0)),
 			head:     runFixture(t, build("broken-build.txt", 1), test("broken.jsonl", 1)),
 			classes:  []Class{ClassRegression, ClassRegression},
-			notes:    []string{"test: ran on the base only (the package did not build): TestBad in example.com/broken/bad"},
+			notes:    []string{"test: ran on the base only (it no longer builds or loads): TestBad in example.com/broken/bad"},
 			counts:   Counts{Regression: 2},
 			verified: false,
 			regressions: []string{
 				"build: bad/bad.go:9: cannot use 42 (untyped int constant) as string value in return statement",
 				"build: bad/bad.go:6: undefined: ok.Missing",
 				"build: bad/bad.go:6: undefined: undefinedThing",
-				"test: package example.com/broken/bad",
+				"test: example.com/broken/bad does not build or load",
 				"test: bad/bad.go:9: cannot use 42 (untyped int constant) as string value in return statement",
 				"test: bad/bad.go:6: undefined: ok.Missing",
 				"test: bad/bad.go:6: undefined: undefinedThing",
 			},
 		},
 		{
-			name:     "the same compile errors on base and head are pre-existing, old and new Go output alike",
-			base:     runFixture(t, build("broken-build.txt", 1), test("broken.jsonl", 1)),
-			head:     runFixture(t, build("broken-build.txt", 1), test("broken-text.jsonl", 1)),
-			verified: true,
-			classes:  []Class{ClassPreExisting, ClassPreExisting},
-			counts:   Counts{PreExisting: 2},
+			name:    "the same compile errors on base and head: go test's tests are known, go build's are not",
+			base:    runFixture(t, build("broken-build.txt", 1), test("broken.jsonl", 1)),
+			head:    runFixture(t, build("broken-build.txt", 1), test("broken-text.jsonl", 1)),
+			verdict: Unverified,
+			classes: []Class{ClassUnknown, ClassPreExisting},
+			counts:  Counts{PreExisting: 1, Unknown: 1},
+			reasons: []string{"`go build ./...` fails on the base commit as well and its output names no tests"},
 			preExisting: []string{
-				"build: bad/bad.go:9: cannot use 42 (untyped int constant) as string value in return statement",
-				"build: bad/bad.go:6: undefined: ok.Missing",
-				"build: bad/bad.go:6: undefined: undefinedThing",
-				"test: package example.com/broken/bad",
+				"test: example.com/broken/bad does not build or load",
 				"test: bad/bad.go:9: cannot use 42 (untyped int constant) as string value in return statement",
 				"test: bad/bad.go:6: undefined: ok.Missing",
 				"test: bad/bad.go:6: undefined: undefinedThing",
+			},
+		},
+		{
+			name:    "a new compile error behind a build failing on the base too is still a regression",
+			base:    runFixture(t, step{name: "vet", run: "go vet ./...", file: "broken-vet.txt", exit: 1}),
+			head:    runFixture(t, step{name: "vet", run: "go vet ./...", file: "broken-build.txt", exit: 1}),
+			classes: []Class{ClassRegression},
+			counts:  Counts{Regression: 1},
+			regressions: []string{
+				"vet: bad/bad.go:9: cannot use 42 (untyped int constant) as string value in return statement",
+				"vet: bad/bad.go:6: undefined: ok.Missing",
 			},
 		},
 		{
@@ -92,7 +103,7 @@ func TestCompare(t *testing.T) {
 				"build: bad/bad.go:9: cannot use 42 (untyped int constant) as string value in return statement",
 				"build: bad/bad.go:6: undefined: ok.Missing",
 				"build: bad/bad.go:6: undefined: undefinedThing",
-				"test: package example.com/broken/bad",
+				"test: example.com/broken/bad does not build or load",
 				"test: bad/bad.go:9: cannot use 42 (untyped int constant) as string value in return statement",
 				"test: bad/bad.go:6: undefined: ok.Missing",
 				"test: bad/bad.go:6: undefined: undefinedThing",
@@ -107,13 +118,13 @@ func TestCompare(t *testing.T) {
 			counts:      Counts{Pass: 1, Regression: 1},
 		},
 		{
-			name:        "a failing command without details: same on both is pre-existing",
-			base:        runFixture(t, step{name: "make", run: "make test", exit: 2}),
-			head:        runFixture(t, step{name: "make", run: "make test", exit: 1}),
-			verified:    true,
-			classes:     []Class{ClassPreExisting},
-			preExisting: []string{"make: command failed with exit status 1"},
-			counts:      Counts{PreExisting: 1},
+			name:    "a failing command without details on both sides proves nothing",
+			base:    runFixture(t, step{name: "make", run: "make test", exit: 2}),
+			head:    runFixture(t, step{name: "make", run: "make test", exit: 1}),
+			verdict: Unverified,
+			classes: []Class{ClassUnknown},
+			reasons: []string{"`make test` fails on the base commit as well and its output names no tests"},
+			counts:  Counts{Unknown: 1},
 		},
 		{
 			name:        "a failing command without details only on head",
@@ -124,13 +135,13 @@ func TestCompare(t *testing.T) {
 			counts:      Counts{Regression: 1},
 		},
 		{
-			name:        "a timeout only on head: the unfinished test and the timeout are regressions",
-			base:        runFixture(t, test("brokenbase.jsonl", 0)),
-			head:        runFixture(t, step{name: "test", run: "go test ./...", file: "hang.jsonl", exit: 1, timedOut: true}),
-			classes:     []Class{ClassRegression},
-			regressions: []string{"test: test TestHangs/inner (example.com/hang)", "test: command timed out"},
-			notes:       []string{"ran on the base only"},
-			counts:      Counts{Regression: 1},
+			name:    "a timeout on the head is unverified (and worth a fix round)",
+			base:    runFixture(t, test("brokenbase.jsonl", 0)),
+			head:    runFixture(t, step{name: "test", run: "go test ./...", file: "hang.jsonl", exit: 1, timedOut: true}),
+			verdict: Unverified,
+			classes: []Class{ClassUnknown},
+			reasons: []string{"`go test ./...` timed out"},
+			counts:  Counts{Unknown: 1},
 		},
 		{
 			name:        "a base command that could not run excuses nothing",
@@ -142,18 +153,38 @@ func TestCompare(t *testing.T) {
 			counts:      Counts{Regression: 1},
 		},
 		{
-			name:     "no head commands is not verified",
-			base:     runFixture(t, build("", 0)),
-			head:     Run{},
-			verified: false,
-			notes:    []string{"build: ran on the base only"},
+			name:    "no head commands is not verified",
+			base:    runFixture(t, build("", 0)),
+			head:    Run{},
+			verdict: Unverified,
+			reasons: []string{"no verify command"},
+			notes:   []string{"build: ran on the base only"},
 		},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			cmp := Compare(tc.base, tc.head)
-			if cmp.Verified != tc.verified {
-				t.Errorf("Verified = %v, want %v", cmp.Verified, tc.verified)
+			want := tc.verdict
+			switch {
+			case want != "":
+			case tc.verified:
+				want = Verified
+			default:
+				want = Failed
+			}
+			if cmp.Verdict != want || cmp.Verified != (want == Verified) {
+				t.Errorf("Verdict = %s (verified %v), want %s; reasons %+v", cmp.Verdict, cmp.Verified, want, cmp.Reasons)
+			}
+			if want == Failed && !cmp.Fixable {
+				t.Error("a failed change is not fixable")
+			}
+			for _, r := range tc.reasons {
+				if !slices.ContainsFunc(cmp.Reasons, func(got Reason) bool { return strings.Contains(got.Why, r) && got.Next != "" }) {
+					t.Errorf("Reasons = %+v, want one saying %q with a next step", cmp.Reasons, r)
+				}
+			}
+			if len(tc.reasons) == 0 && len(cmp.Reasons) > 0 && want != Failed {
+				t.Errorf("unexpected Reasons %+v", cmp.Reasons)
 			}
 			var classes []Class
 			for _, c := range cmp.Commands {
@@ -213,8 +244,8 @@ func TestCompareShiftedLinesArePreExisting(t *testing.T) {
 	base.Commands[0].Passed, head.Commands[0].Passed = false, false
 	base.Commands[0].Diagnostics = ParseDiagnostics("x.go:10:2: unreachable code\n")
 	head.Commands[0].Diagnostics = ParseDiagnostics("x.go:14:2: unreachable code\n")
-	if cmp := Compare(base, head); !cmp.Verified || len(cmp.PreExisting) != 1 {
-		t.Errorf("a diagnostic moved by an edit was not pre-existing: %+v", cmp)
+	if cmp := Compare(base, head); len(cmp.Regressions) != 0 || cmp.Verdict != Unverified {
+		t.Errorf("a diagnostic moved by an edit counted as new (or a command failing on both sides was judged): %+v", cmp)
 	}
 	head.Commands[0].Diagnostics = ParseDiagnostics("x.go:14:2: unreachable code\ny.go:3:1: self-assignment of x to x\n")
 	if cmp := Compare(base, head); cmp.Verified || len(cmp.Regressions) != 1 {

@@ -332,8 +332,8 @@ func stopReason(c CommandResult) string {
 		return ", timed out"
 	case c.OOMKilled:
 		return ", out of memory"
-	case c.Truncated:
-		return ", output cap reached"
+	case c.OutputStopped:
+		return ", stopped: too much output"
 	}
 	return ""
 }

@@ -1,15 +1,16 @@
 package verify
 
 import (
-	"github.com/selfcode/selfcode/pipeline/testreport"
-
 	"context"
 	"fmt"
+	"maps"
 	"regexp"
+	"slices"
 	"strings"
 	"time"
 
 	"github.com/selfcode/selfcode/internal/utf8cut"
+	"github.com/selfcode/selfcode/pipeline/testreport"
 )
 
 // MaxOutputLines bounds CommandResult.Output (head and tail are kept).
@@ -21,21 +22,49 @@ const maxLineBytes = 2000
 // maxDiagnostics bounds CommandResult.Diagnostics.
 const maxDiagnostics = 200
 
+// CommandKind says what a verification command checks. The rule needs it:
+// a run in which no test and no build actually ran proves nothing.
+type CommandKind string
+
+// Command kinds.
+const (
+	BuildCommand CommandKind = "build" // compiles or type-checks
+	TestCommand  CommandKind = "test"  // runs tests
+	OtherCommand CommandKind = ""      // not known
+)
+
 // Command is one verification command from the repository configuration.
 type Command struct {
 	Name    string
 	Run     string        // shell command line
 	Timeout time.Duration // zero: the runner's default
+	Kind    CommandKind
+	// Reports are the test result files the command writes: absolute
+	// sandbox paths, or doublestar globs relative to the work tree. The
+	// Runner reads them after the command (Outcome.Files).
+	Reports []string
+	// Runner names the test runner when known ("go", "pytest", …), to
+	// run one failing test again alone.
+	Runner string
+	// OutputBytes bounds the output kept (head and tail); zero: the
+	// runner's default.
+	OutputBytes int64
 }
 
 // Outcome is what the sandbox reports about one command.
 type Outcome struct {
-	ExitCode  int
-	Output    string // stdout and stderr interleaved
-	Duration  time.Duration
-	TimedOut  bool // the command outlived its timeout (map the sandbox's Killed here too)
-	Truncated bool // the output cap stopped the command
-	OOMKilled bool
+	ExitCode int
+	Output   string // stdout and stderr interleaved
+	Duration time.Duration
+	TimedOut bool // the command outlived its timeout (map the sandbox's Killed here too)
+	// Truncated: the middle of a long output was cut (head and tail kept);
+	// the exit status stands.
+	Truncated bool
+	// OutputStopped: the command printed so much that it was stopped.
+	OutputStopped bool
+	OOMKilled     bool
+	// Files are the report files the command wrote, by path.
+	Files map[string][]byte
 }
 
 // Runner executes one command in the prepared checkout. An error means the
@@ -47,37 +76,100 @@ type Runner interface {
 
 // Run is the result of running a list of verification commands.
 type Run struct {
+	// Setup holds the setup steps' results, in order. When one fails the
+	// verification commands are not run (Skipped, SkipReason set).
+	Setup    []CommandResult `json:"setup,omitempty"`
 	Commands []CommandResult `json:"commands"`
 	// Passed is true when there was at least one command and every command
 	// passed.
 	Passed bool `json:"passed"`
 }
 
+// SetupFailed returns the first setup step that failed, if any.
+func (r Run) SetupFailed() (CommandResult, bool) {
+	for _, s := range r.Setup {
+		if !s.Passed {
+			return s, true
+		}
+	}
+	return CommandResult{}, false
+}
+
 // CommandResult is what one verification command did.
 type CommandResult struct {
-	Name string `json:"name"`
-	Run  string `json:"run"` // as configured
+	Name string      `json:"name"`
+	Run  string      `json:"run"` // as configured
+	Kind CommandKind `json:"kind,omitempty"`
 	// Executed is the command line actually run when it differs from Run
 	// (`-json` added to `go test`).
 	Executed string `json:"executed,omitempty"`
-	// Passed: exit status 0 and not stopped by a timeout, the output cap or
-	// the OOM killer.
-	Passed    bool          `json:"passed"`
-	ExitCode  int           `json:"exit_code"`
-	Duration  time.Duration `json:"duration"`
-	Output    string        `json:"output,omitempty"` // trimmed; for go test, rebuilt from the events like plain `go test` output
-	TimedOut  bool          `json:"timed_out,omitempty"`
-	Truncated bool          `json:"truncated,omitempty"`
-	OOMKilled bool          `json:"oom_killed,omitempty"`
-	// Tests is set for `go test` commands whose output held test events.
+	// Passed: exit status 0 and not stopped by a timeout, the output stop
+	// limit or the OOM killer. A cut output never fails a command.
+	Passed   bool          `json:"passed"`
+	ExitCode int           `json:"exit_code"`
+	Duration time.Duration `json:"duration"`
+	Output   string        `json:"output,omitempty"` // trimmed; for go test, rebuilt from the events like plain `go test` output
+	TimedOut bool          `json:"timed_out,omitempty"`
+	// Missing: the shell could not find or execute the command (exit 127
+	// or 126): the sandbox lacks a tool the command needs.
+	Missing       bool `json:"missing,omitempty"`
+	Truncated     bool `json:"truncated,omitempty"` // the middle of the output was cut
+	OutputStopped bool `json:"output_stopped,omitempty"`
+	OOMKilled     bool `json:"oom_killed,omitempty"`
+	// Tests is what the command's output or report files say test by
+	// test; nil when they name no tests.
 	Tests *testreport.Report `json:"tests,omitempty"`
+	// Reports lists the report files read, and ReportErrors the ones that
+	// could not be read as test results.
+	Reports      []string `json:"reports,omitempty"`
+	ReportErrors []string `json:"report_errors,omitempty"`
+	// Flaky are tests that failed here and passed when run again alone.
+	Flaky []testreport.ID `json:"flaky,omitempty"`
 	// Diagnostics are compiler and vet errors found in the full output.
 	Diagnostics []Diagnostic `json:"diagnostics,omitempty"`
 	// Error is set when the runner could not run the command.
 	Error string `json:"error,omitempty"`
-	// Skipped is set for commands not run because an earlier one could
-	// not be run.
-	Skipped bool `json:"skipped,omitempty"`
+	// Skipped is set for commands not run, with the reason.
+	Skipped    bool   `json:"skipped,omitempty"`
+	SkipReason string `json:"skip_reason,omitempty"`
+}
+
+// TestsKnown reports whether the command's tests are known in full: its
+// output or report files named tests (or broken suites) and were not cut.
+func (c CommandResult) TestsKnown() bool {
+	t := c.Tests
+	return t != nil && !t.Partial && (t.Len() > 0 || len(t.Broken) > 0 || len(t.Suites) > 0)
+}
+
+// Ran reports whether the command actually checked something: it ran at
+// least one test, or it is a build that ran to its end, or it is a command
+// of unknown kind that passed while naming no tests (judged command by
+// command). A test command whose runner reported no test ran nothing.
+func (c CommandResult) Ran() bool {
+	switch {
+	case c.Skipped || c.Error != "" || c.Missing || c.TimedOut:
+		return false
+	case c.Tests != nil && c.Tests.Ran():
+		return true
+	case c.Kind == BuildCommand:
+		return true
+	case c.Tests != nil:
+		return false // a runner reported, and no test ran
+	}
+	return c.Passed
+}
+
+// SkipSetupFailed is the SkipReason of commands not run after a setup step
+// failed.
+const SkipSetupFailed = "setup failed"
+
+// Skip returns a Run in which cmds were not run, for why.
+func Skip(cmds []Command, why string) Run {
+	run := Run{Commands: make([]CommandResult, 0, len(cmds))}
+	for _, c := range cmds {
+		run.Commands = append(run.Commands, CommandResult{Name: c.Name, Run: c.Run, Kind: c.Kind, Skipped: true, SkipReason: why})
+	}
+	return run
 }
 
 // Verify runs cmds in order through r. A failing command does not stop the
@@ -97,11 +189,11 @@ func Verify(ctx context.Context, r Runner, cmds []Command) (Run, error) {
 			}
 		}
 		if runErr != nil {
-			run.Commands = append(run.Commands, CommandResult{Name: c.Name, Run: c.Run, Skipped: true})
+			run.Commands = append(run.Commands, CommandResult{Name: c.Name, Run: c.Run, Kind: c.Kind, Skipped: true, SkipReason: "an earlier command could not be run"})
 			run.Passed = false
 			continue
 		}
-		res, err := runOne(ctx, r, c)
+		res, err := RunOne(ctx, r, c)
 		if err != nil {
 			runErr = fmt.Errorf("run verify command %q: %w", c.Name, err)
 		}
@@ -111,8 +203,11 @@ func Verify(ctx context.Context, r Runner, cmds []Command) (Run, error) {
 	return run, runErr
 }
 
-func runOne(ctx context.Context, r Runner, c Command) (CommandResult, error) {
-	res := CommandResult{Name: c.Name, Run: c.Run}
+// RunOne runs one command and reads its results: `go test` is run with
+// -json, report files are parsed, and otherwise the printed output is
+// recognised by trying each test runner's format.
+func RunOne(ctx context.Context, r Runner, c Command) (CommandResult, error) {
+	res := CommandResult{Name: c.Name, Run: c.Run, Kind: c.Kind}
 	exec := c
 	goTest := IsGoTest(c.Run)
 	if goTest {
@@ -126,27 +221,60 @@ func runOne(ctx context.Context, r Runner, c Command) (CommandResult, error) {
 		res.Error = err.Error()
 		return res, err
 	}
-	res.ExitCode = out.ExitCode
-	res.Duration = out.Duration
-	res.TimedOut = out.TimedOut
-	res.Truncated = out.Truncated
-	res.OOMKilled = out.OOMKilled
-	res.Passed = out.ExitCode == 0 && !out.TimedOut && !out.Truncated && !out.OOMKilled
+	return Result(c, res.Executed, out), nil
+}
+
+// Result turns a command's outcome into its result.
+func Result(c Command, executed string, out Outcome) CommandResult {
+	res := CommandResult{Name: c.Name, Run: c.Run, Kind: c.Kind, Executed: executed,
+		ExitCode: out.ExitCode, Duration: out.Duration, TimedOut: out.TimedOut,
+		Truncated: out.Truncated, OutputStopped: out.OutputStopped, OOMKilled: out.OOMKilled}
+	res.Missing = !out.TimedOut && (out.ExitCode == 127 || out.ExitCode == 126)
+	res.Passed = out.ExitCode == 0 && !out.TimedOut && !out.OutputStopped && !out.OOMKilled
 	text := out.Output
 	diagSource := out.Output
-	if goTest {
+	var reports []*testreport.Report
+	if IsGoTest(c.Run) {
 		if rep, rebuilt := testreport.ParseGoJSON(out.Output); rep != nil {
-			res.Tests = rep
+			reports = append(reports, rep)
 			text = rebuilt
 			diagSource = strings.Join(rep.Errors, "\n")
 		}
+	} else if rep := testreport.Parse(out.Output); rep != nil {
+		reports = append(reports, rep)
+	}
+	for _, rep := range reports {
+		// What a cut output shows is not the whole run.
+		rep.Partial = rep.Partial || out.Truncated || out.OutputStopped
+	}
+	for _, name := range slices.Sorted(maps.Keys(out.Files)) {
+		rep, err := testreport.ParseFile(name, out.Files[name])
+		if err != nil {
+			res.ReportErrors = append(res.ReportErrors, err.Error())
+			continue
+		}
+		res.Reports = append(res.Reports, name)
+		reports = append(reports, rep)
+	}
+	if len(out.Files) > 0 && len(res.Reports) > 0 {
+		// Files are complete where the printed output may be cut: the
+		// printed output adds what the files lack (e.g. a suite that did
+		// not load), but cannot make the files partial.
+		files := testreport.Merge(reports[len(reports)-len(res.Reports):]...)
+		printed := testreport.Merge(reports[:len(reports)-len(res.Reports)]...)
+		if printed != nil {
+			printed.Partial = false
+		}
+		res.Tests = testreport.Merge(files, printed)
+	} else {
+		res.Tests = testreport.Merge(reports...)
 	}
 	res.Output = Trim(clipLines(text, maxLineBytes), MaxOutputLines)
 	res.Diagnostics = ParseDiagnostics(diagSource)
 	if len(res.Diagnostics) > maxDiagnostics {
 		res.Diagnostics = res.Diagnostics[:maxDiagnostics]
 	}
-	return res, nil
+	return res
 }
 
 // goTestRE finds `go test` as a command word: at the start or after a shell

@@ -76,11 +76,11 @@ func TestVerify(t *testing.T) {
 			ran:  []string{"go build ./...", "go test -json ./...", "true"},
 		},
 		{
-			name:     "timeout, truncation and OOM fail even with exit 0",
-			outcomes: map[string]Outcome{"a": {TimedOut: true}, "b": {Truncated: true}, "c": {OOMKilled: true}},
-			cmds:     []Command{{Name: "a", Run: "a"}, {Name: "b", Run: "b"}, {Name: "c", Run: "c"}},
-			want:     []CommandResult{{Name: "a", TimedOut: true}, {Name: "b", Truncated: true}, {Name: "c", OOMKilled: true}},
-			ran:      []string{"a", "b", "c"},
+			name:     "timeout, the output stop and OOM fail even with exit 0; a cut output does not",
+			outcomes: map[string]Outcome{"a": {TimedOut: true}, "b": {OutputStopped: true}, "c": {OOMKilled: true}, "d": {Truncated: true}},
+			cmds:     []Command{{Name: "a", Run: "a"}, {Name: "b", Run: "b"}, {Name: "c", Run: "c"}, {Name: "d", Run: "d"}},
+			want:     []CommandResult{{Name: "a", TimedOut: true}, {Name: "b", OutputStopped: true}, {Name: "c", OOMKilled: true}, {Name: "d", Truncated: true, Passed: true}},
+			ran:      []string{"a", "b", "c", "d"},
 		},
 		{
 			name:     "runner error stops the run",
@@ -114,7 +114,7 @@ func TestVerify(t *testing.T) {
 			for i, w := range tc.want {
 				g := run.Commands[i]
 				if g.Name != w.Name || g.Passed != w.Passed || g.Error != w.Error || g.Skipped != w.Skipped ||
-					g.TimedOut != w.TimedOut || g.Truncated != w.Truncated || g.OOMKilled != w.OOMKilled {
+					g.TimedOut != w.TimedOut || g.Truncated != w.Truncated || g.OOMKilled != w.OOMKilled || g.OutputStopped != w.OutputStopped {
 					t.Errorf("command %d = %+v, want %+v", i, g, w)
 				}
 				if g.Run != tc.cmds[i].Run {
