@@ -8,7 +8,7 @@ import (
 )
 
 // The render functions build GitHub-shaped JSON objects (see
-// shared/fixtures/github/api-examples). They run with s.mu held.
+// internal/fixtures/testdata/github/api-examples). They run with s.mu held.
 
 func ts(t time.Time) any {
 	if t.IsZero() {
