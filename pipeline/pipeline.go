@@ -196,6 +196,7 @@ type jobState struct {
 	out     *Output
 	changed map[string]bool // every path an edit touched, to copy into the sandbox
 	trans   []chat.Message
+	syntax  *sandboxSyntax // edits' syntax checks, in the sandbox once it is up
 }
 
 // Run runs one job. Budget and step limits end it cleanly with the reason in
@@ -216,7 +217,7 @@ func (p *Pipeline) Run(ctx context.Context, in Input) (*Output, error) {
 	if p.o.Observer != nil {
 		tokObs = p.o.Observer.Tokens
 	}
-	s := &jobState{p: p, in: in, cfg: cfg, out: out, changed: map[string]bool{},
+	s := &jobState{p: p, in: in, cfg: cfg, out: out, changed: map[string]bool{}, syntax: &sandboxSyntax{},
 		model: newMeter(p.o.Model, cfg.Limits.MaxTokens, tokObs),
 		log:   p.o.Logger.With("job_id", in.JobID)}
 	var editObs func(tool, result string)
@@ -225,7 +226,7 @@ func (p *Pipeline) Run(ctx context.Context, in Input) (*Output, error) {
 	}
 	var err error
 	s.tools, err = tools.New(tools.Options{Root: in.Dir, MaxFiles: cfg.Limits.MaxFiles, Observer: editObs,
-		Policy: s.policy(), Logger: s.log})
+		Policy: s.policy(), Logger: s.log, Syntax: s.syntax})
 	if err != nil {
 		return nil, fmt.Errorf("edit tools: %w", err)
 	}
@@ -303,6 +304,7 @@ func (s *jobState) run(ctx context.Context) error {
 		return err
 	}
 	defer func() { env.close() }()
+	s.syntax.env = env
 
 	// 3. Edit.
 	s.stage("edit", "running", "")

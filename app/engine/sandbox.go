@@ -93,7 +93,7 @@ func (s *session) readReports(ctx context.Context, patterns []string, mark strin
 	}
 	var args []string
 	for r := range roots {
-		args = append(args, shellQuote(r))
+		args = append(args, verify.ShellQuote(r))
 	}
 	// Skip the heavy trees nobody keeps reports in.
 	list := fmt.Sprintf(`find %s \( -name .git -o -name node_modules -o -name .venv \) -prune -o -type f -newer %s -size -%dk -print0 2>/dev/null; exit 0`,
@@ -111,7 +111,7 @@ func (s *session) readReports(ctx context.Context, patterns []string, mark strin
 		if !matchesAny(patterns, name, work) {
 			continue
 		}
-		r, err := s.c.Exec(ctx, sandbox.Cmd{Run: "cat -- " + shellQuote(name), Timeout: time.Minute, OutputCap: maxReportBytes})
+		r, err := s.c.Exec(ctx, sandbox.Cmd{Run: "cat -- " + verify.ShellQuote(name), Timeout: time.Minute, OutputCap: maxReportBytes})
 		if err != nil {
 			return nil, err
 		}
@@ -154,8 +154,6 @@ func matchesAny(patterns []string, name, work string) bool {
 	}
 	return false
 }
-
-func shellQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'" }
 
 func outcome(r sandbox.Result) verify.Outcome {
 	out := r.Output

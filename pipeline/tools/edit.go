@@ -2,6 +2,7 @@ package tools
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -128,7 +129,7 @@ func (t *Tools) loadForEdit(arg string) (target, []byte, fs.FileMode, error) {
 	return tg, data, fi.Mode().Perm(), nil
 }
 
-func (t *Tools) strReplace(arg, old, new string) (Result, error) {
+func (t *Tools) strReplace(ctx context.Context, arg, old, new string) (Result, error) {
 	if strings.TrimSpace(old) == "" {
 		return Result{}, fail(OutcomeError, "old_str must contain more than whitespace")
 	}
@@ -152,7 +153,7 @@ func (t *Tools) strReplace(arg, old, new string) (Result, error) {
 	if r.fuzzy {
 		note = " (matched ignoring trailing whitespace and line endings)"
 	}
-	return t.apply(tg, data, true, []byte(r.content), mode, "replaced 1 occurrence at line "+fmt.Sprint(r.lines[0])+note)
+	return t.apply(ctx, tg, data, true, []byte(r.content), mode, "replaced 1 occurrence at line "+fmt.Sprint(r.lines[0])+note)
 }
 
 func noMatchMessage(rel, content, old string) string {
@@ -196,7 +197,7 @@ func joinInts(xs []int) string {
 	return strings.Join(s, ", ")
 }
 
-func (t *Tools) insert(arg string, after int, text string) (Result, error) {
+func (t *Tools) insert(ctx context.Context, arg string, after int, text string) (Result, error) {
 	if text == "" {
 		return Result{}, fail(OutcomeError, "text is empty; nothing to insert")
 	}
@@ -222,10 +223,10 @@ func (t *Tools) insert(arg string, after int, text string) (Result, error) {
 			ins = eol + ins
 		}
 	}
-	return t.apply(tg, data, true, []byte(content[:off]+ins+content[off:]), mode, fmt.Sprintf("inserted %d lines after line %d", strings.Count(ins, "\n"), after))
+	return t.apply(ctx, tg, data, true, []byte(content[:off]+ins+content[off:]), mode, fmt.Sprintf("inserted %d lines after line %d", strings.Count(ins, "\n"), after))
 }
 
-func (t *Tools) create(arg, content string) (Result, error) {
+func (t *Tools) create(ctx context.Context, arg, content string) (Result, error) {
 	tg, err := t.resolve(arg, forWrite)
 	if err != nil {
 		return Result{}, err
@@ -241,7 +242,7 @@ func (t *Tools) create(arg, content string) (Result, error) {
 	if len(content) > maxEditSize {
 		return Result{}, fail(OutcomeError, "content is %d bytes; at most %d are allowed", len(content), maxEditSize)
 	}
-	return t.apply(tg, nil, false, []byte(content), 0o644, "created")
+	return t.apply(ctx, tg, nil, false, []byte(content), 0o644, "created")
 }
 
 func (t *Tools) delete(arg string) (Result, error) {
@@ -276,11 +277,16 @@ func (t *Tools) delete(arg string) (Result, error) {
 
 // apply checks and writes new content for tg, then echoes the changed
 // region. before is nil and existed false for a new file.
-func (t *Tools) apply(tg target, before []byte, existed bool, after []byte, mode fs.FileMode, what string) (Result, error) {
+func (t *Tools) apply(ctx context.Context, tg target, before []byte, existed bool, after []byte, mode fs.FileMode, what string) (Result, error) {
 	formatted := false
-	if strings.HasSuffix(tg.rel, ".go") {
+	switch {
+	case strings.HasSuffix(tg.rel, ".go"):
 		var err error
 		if after, formatted, err = checkGo(tg.rel, before, after); err != nil {
+			return Result{}, err
+		}
+	case t.syntax != nil && t.syntax.Checks(tg.rel):
+		if err := t.checkSyntax(ctx, tg.rel, before, after); err != nil {
 			return Result{}, err
 		}
 	}

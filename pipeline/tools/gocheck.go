@@ -2,6 +2,7 @@ package tools
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"go/format"
 	"go/parser"
@@ -61,4 +62,37 @@ func checkGo(rel string, before, after []byte) ([]byte, bool, error) {
 		return after, false, nil
 	}
 	return formatted, !bytes.Equal(formatted, after), nil
+}
+
+// checkSyntax refuses an edit that adds syntax errors to a file in a
+// language the SyntaxChecker knows: the file parsed before (or is new), or
+// it now has more errors. When the checker cannot check, the edit goes
+// through (verification still runs the real toolchain) and it is logged.
+func (t *Tools) checkSyntax(ctx context.Context, rel string, before, after []byte) error {
+	errsAfter, err := t.syntax.Check(ctx, rel, after)
+	if err != nil {
+		t.log.Warn("syntax check unavailable", "path", rel, "err", err)
+		return nil
+	}
+	if len(errsAfter) == 0 {
+		return nil
+	}
+	errsBefore := 0
+	if before != nil {
+		b, err := t.syntax.Check(ctx, rel, before)
+		if err != nil {
+			t.log.Warn("syntax check unavailable", "path", rel, "err", err)
+			return nil
+		}
+		errsBefore = len(b)
+	}
+	if errsBefore > 0 && len(errsAfter) <= errsBefore {
+		return nil
+	}
+	shown := errsAfter
+	if len(shown) > 10 {
+		shown = append(shown[:10:10], "…")
+	}
+	return fail(OutcomeSyntaxReverted, "the edit would break the syntax of %s, so it was not applied:\n%s\nFix the edit and try again.",
+		rel, strings.Join(shown, "\n"))
 }

@@ -32,7 +32,7 @@ const (
 	OutcomeApplied        = "applied"         // an edit was written
 	OutcomeNoMatch        = "no_match"        // str_replace found no occurrence
 	OutcomeNotUnique      = "not_unique"      // str_replace found several
-	OutcomeSyntaxReverted = "syntax_reverted" // a Go edit would have added parse errors
+	OutcomeSyntaxReverted = "syntax_reverted" // an edit would have added syntax errors
 	OutcomeDenied         = "denied"          // refused by the path policy or max_files
 	OutcomeError          = "error"           // anything else: bad arguments, missing file, I/O
 )
@@ -55,6 +55,20 @@ type Options struct {
 	// Observer, when set, is called after every call with the tool name
 	// and the outcome (one of the Outcome constants), e.g. for metrics.
 	Observer func(tool, outcome string)
+	// Syntax, when set, checks edits of files in languages it knows
+	// (Python, JavaScript, TypeScript) with their own toolchain in the
+	// sandbox; an edit that adds syntax errors is refused like a Go edit
+	// that does not parse. Go is checked here, with go/parser.
+	Syntax SyntaxChecker
+}
+
+// SyntaxChecker checks source text in its language's own toolchain.
+type SyntaxChecker interface {
+	// Checks reports whether the checker knows the language of path.
+	Checks(path string) bool
+	// Check returns the syntax errors of content as the file at path
+	// (none when it parses), or an error when it could not check.
+	Check(ctx context.Context, path string, content []byte) ([]string, error)
 }
 
 // Result is what one call did.
@@ -80,6 +94,7 @@ type Tools struct {
 	git      string
 	log      *slog.Logger
 	observe  func(tool, outcome string)
+	syntax   SyntaxChecker
 
 	// orig holds each touched file's state before its first edit.
 	orig map[string]fileState
@@ -107,6 +122,7 @@ func New(opts Options) (*Tools, error) {
 		git:      opts.Git,
 		log:      opts.Logger,
 		observe:  opts.Observer,
+		syntax:   opts.Syntax,
 		orig:     map[string]fileState{},
 		dirty:    map[string]bool{},
 	}
@@ -227,7 +243,7 @@ func (t *Tools) dispatch(ctx context.Context, call chat.ToolCall) (Result, error
 		if err := decodeArgs(call, &a, "path", "old_str", "new_str"); err != nil {
 			return Result{}, err
 		}
-		return t.strReplace(a.Path, a.OldStr, a.NewStr)
+		return t.strReplace(ctx, a.Path, a.OldStr, a.NewStr)
 	case Insert:
 		var a struct {
 			Path string  `json:"path"`
@@ -237,7 +253,7 @@ func (t *Tools) dispatch(ctx context.Context, call chat.ToolCall) (Result, error
 		if err := decodeArgs(call, &a, "path", "line", "text"); err != nil {
 			return Result{}, err
 		}
-		return t.insert(a.Path, int(a.Line), a.Text)
+		return t.insert(ctx, a.Path, int(a.Line), a.Text)
 	case Create:
 		var a struct {
 			Path    string `json:"path"`
@@ -246,7 +262,7 @@ func (t *Tools) dispatch(ctx context.Context, call chat.ToolCall) (Result, error
 		if err := decodeArgs(call, &a, "path", "content"); err != nil {
 			return Result{}, err
 		}
-		return t.create(a.Path, a.Content)
+		return t.create(ctx, a.Path, a.Content)
 	case Delete:
 		var a struct {
 			Path string `json:"path"`

@@ -3,6 +3,8 @@ package tools
 import (
 	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -752,5 +754,95 @@ func TestShorten(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// fakeSyntax "parses" .py files: every line containing "(((" is an error.
+type fakeSyntax struct {
+	err   error
+	calls int
+}
+
+func (f *fakeSyntax) Checks(p string) bool { return strings.HasSuffix(p, ".py") }
+
+func (f *fakeSyntax) Check(_ context.Context, p string, content []byte) ([]string, error) {
+	f.calls++
+	if f.err != nil {
+		return nil, f.err
+	}
+	var errs []string
+	for i, l := range strings.Split(string(content), "\n") {
+		if strings.Contains(l, "(((") {
+			errs = append(errs, fmt.Sprintf("%s:%d: unbalanced", p, i+1))
+		}
+	}
+	return errs, nil
+}
+
+func TestSyntaxGate(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name    string
+		start   string // app.py before; "" = absent
+		tool    string
+		args    map[string]any
+		checker *fakeSyntax
+		outcome string
+		want    []string
+	}{
+		{"edit breaking a clean file is refused", "x = 1\ny = 2\n", StrReplace,
+			map[string]any{"path": "app.py", "old_str": "y = 2", "new_str": "y = (((2"},
+			&fakeSyntax{}, OutcomeSyntaxReverted, []string{"app.py:2: unbalanced", "not applied"}},
+		{"new broken file is refused", "", Create,
+			map[string]any{"path": "app.py", "content": "def f(((:\n"},
+			&fakeSyntax{}, OutcomeSyntaxReverted, []string{"app.py:1: unbalanced"}},
+		{"insert breaking a file is refused", "x = 1\n", Insert,
+			map[string]any{"path": "app.py", "line": 1, "text": "print((("},
+			&fakeSyntax{}, OutcomeSyntaxReverted, []string{"app.py:2: unbalanced"}},
+		{"clean edit applies", "x = 1\n", StrReplace,
+			map[string]any{"path": "app.py", "old_str": "x = 1", "new_str": "x = 2"},
+			&fakeSyntax{}, OutcomeApplied, []string{"OK:"}},
+		{"already broken file, no new errors", "a = (((\nx = 1\n", StrReplace,
+			map[string]any{"path": "app.py", "old_str": "x = 1", "new_str": "x = 2"},
+			&fakeSyntax{}, OutcomeApplied, []string{"OK:"}},
+		{"already broken file, more errors", "a = (((\nx = 1\n", StrReplace,
+			map[string]any{"path": "app.py", "old_str": "x = 1", "new_str": "x = (((2"},
+			&fakeSyntax{}, OutcomeSyntaxReverted, []string{"app.py:2: unbalanced"}},
+		{"checker unavailable lets the edit through", "x = 1\n", StrReplace,
+			map[string]any{"path": "app.py", "old_str": "x = 1", "new_str": "x = (((1"},
+			&fakeSyntax{err: errors.New("no python")}, OutcomeApplied, []string{"OK:"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			root := sampleRepo(t)
+			if tt.start != "" {
+				write(t, root, "app.py", tt.start)
+			}
+			tl := newTools(t, root, Options{Syntax: tt.checker})
+			before := treeHash(t, root)
+			res := do(t, tl, tt.tool, tt.args)
+			if res.Outcome != tt.outcome {
+				t.Fatalf("outcome = %q, want %q\n%s", res.Outcome, tt.outcome, res.Output)
+			}
+			for _, w := range tt.want {
+				if !strings.Contains(res.Output, w) {
+					t.Errorf("output lacks %q:\n%s", w, res.Output)
+				}
+			}
+			if tt.outcome == OutcomeSyntaxReverted {
+				assertSameTree(t, before, root)
+			}
+			if tt.checker.calls == 0 {
+				t.Error("the checker was never asked")
+			}
+		})
+	}
+	// Files in languages the checker does not know never reach it.
+	root := sampleRepo(t)
+	f := &fakeSyntax{}
+	tl := newTools(t, root, Options{Syntax: f})
+	if res := do(t, tl, Create, map[string]any{"path": "notes.txt", "content": "((("}); res.Outcome != OutcomeApplied || f.calls != 0 {
+		t.Errorf("txt: outcome %q, %d checks", res.Outcome, f.calls)
 	}
 }

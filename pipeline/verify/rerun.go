@@ -116,13 +116,13 @@ func RerunCommand(c Command, res CommandResult, id testreport.ID) (Command, bool
 		if id.Suite == "" || strings.HasPrefix(id.Suite, "-") {
 			return Command{}, false
 		}
-		run = fmt.Sprintf("go test -json -count=1 -run %s %s", shellQuote(goRunPattern(id.Name)), shellQuote(id.Suite))
+		run = fmt.Sprintf("go test -json -count=1 -run %s %s", ShellQuote(goRunPattern(id.Name)), ShellQuote(id.Suite))
 	case "pytest":
 		if id.Suite == "" || strings.HasPrefix(id.Suite, "-") {
 			return Command{}, false
 		}
 		run = `if [ -x /work/.venv/bin/python ]; then p=/work/.venv/bin/python; else p=python3; fi; "$p" -m pytest -rA -p no:cacheprovider ` +
-			shellQuote(id.Suite+"::"+id.Name)
+			ShellQuote(id.Suite+"::"+id.Name)
 	default:
 		return Command{}, false
 	}
@@ -138,7 +138,8 @@ func goRunPattern(name string) string {
 	return strings.Join(parts, "/")
 }
 
-// shellQuote quotes s for sh as one word.
-func shellQuote(s string) string {
+// ShellQuote quotes s for sh as one word: untrusted text (a test name, a
+// path) reaches a sandbox shell only through it.
+func ShellQuote(s string) string {
 	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
