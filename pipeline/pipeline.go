@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
-	"path"
 	"path/filepath"
 	"regexp"
 	"sort"
@@ -640,7 +639,8 @@ func (e *sandboxEnv) close() {
 func (s *jobState) verifyCommands(dir string) []verify.Command {
 	var cmds []verify.Command
 	for _, c := range s.cfg.VerifyCommands(dir) {
-		cmds = append(cmds, verify.Command{Name: c.Name, Run: c.Run, Timeout: c.Timeout})
+		cmds = append(cmds, verify.Command{Name: c.Name, Run: c.Run, Timeout: c.Timeout, Kind: commandKind(c.Kind),
+			Reports: c.Reports, Runner: string(c.Runner), OutputBytes: s.cfg.Limits.OutputBytes})
 	}
 	return cmds
 }
@@ -678,7 +678,7 @@ func (s *jobState) start(ctx context.Context, dir string) (Session, []verify.Com
 	if d, ok := ctx.Deadline(); ok {
 		deadline = d
 	}
-	steps := s.setupSteps(dir)
+	steps := s.cfg.SetupSteps(dir)
 	network := false
 	for _, st := range steps {
 		network = network || st.Network
@@ -696,7 +696,7 @@ func (s *jobState) start(ctx context.Context, dir string) (Session, []verify.Com
 	}
 	var results []verify.CommandResult
 	for _, st := range steps {
-		c := verify.Command{Name: st.Name, Run: st.Run, Timeout: st.Timeout}
+		c := verify.Command{Name: st.Name, Run: st.Run, Timeout: st.Timeout, Kind: verify.OtherCommand}
 		out, err := sess.Setup(ctx, st.Run, st.Timeout)
 		if err != nil {
 			return fail(fmt.Errorf("setup %q: %w", st.Run, err))
@@ -715,21 +715,15 @@ func (s *jobState) start(ctx context.Context, dir string) (Session, []verify.Com
 	return sess, results, nil
 }
 
-// setupStep is one setup command.
-type setupStep struct {
-	Name    string
-	Run     string
-	Network bool
-	Timeout time.Duration
-}
-
-// setupSteps are the repository's setup commands.
-func (s *jobState) setupSteps(dir string) []setupStep {
-	var steps []setupStep
-	for i, run := range s.cfg.Setup {
-		steps = append(steps, setupStep{Name: fmt.Sprintf("setup %d", i+1), Run: run, Network: s.cfg.SetupNetwork, Timeout: s.cfg.Limits.CommandTimeout})
+// commandKind maps a configured command's kind to the verifier's.
+func commandKind(k repoconfig.Kind) verify.CommandKind {
+	switch k {
+	case repoconfig.KindBuild:
+		return verify.BuildCommand
+	case repoconfig.KindTest:
+		return verify.TestCommand
 	}
-	return steps
+	return verify.OtherCommand
 }
 
 // manifestDigest identifies the dependency manifests of the checkout as the
@@ -737,7 +731,7 @@ func (s *jobState) setupSteps(dir string) []setupStep {
 func (s *jobState) manifestDigest() string {
 	h := sha256.New()
 	for _, p := range s.tools.Changed() {
-		if !isManifest(p) {
+		if !repoconfig.IsManifest(p) {
 			continue
 		}
 		b, err := os.ReadFile(filepath.Join(s.in.Dir, filepath.FromSlash(p)))
@@ -853,16 +847,4 @@ func redactTranscript(msgs []chat.Message) []chat.Message {
 		out[i] = m
 	}
 	return out
-}
-
-// isManifest reports whether a changed path is a dependency manifest or
-// lockfile, whose change means setup must run again.
-func isManifest(p string) bool {
-	base := path.Base(p)
-	switch base {
-	case "go.mod", "go.sum", "package.json", "package-lock.json", "npm-shrinkwrap.json", "yarn.lock", "pnpm-lock.yaml",
-		"pyproject.toml", "setup.py", "setup.cfg", "Pipfile", "Pipfile.lock", "poetry.lock":
-		return true
-	}
-	return strings.HasPrefix(base, "requirements") && strings.HasSuffix(base, ".txt")
 }

@@ -162,6 +162,16 @@ func (m *Manager) containerConfig(spec Spec, image string, life time.Duration) (
 		"GOPATH":         "/tmp/go",
 		"GOCACHE":        "/tmp/.cache/go-build",
 		"XDG_CACHE_HOME": "/tmp/.cache",
+		// Python and Node.js keep their caches in /tmp too (the root file
+		// system is read-only), and test runners behave as on CI: no watch
+		// mode, no prompts, no colour codes in the output.
+		"PIP_CACHE_DIR":              "/tmp/.cache/pip",
+		"npm_config_cache":           "/tmp/.npm",
+		"npm_config_update_notifier": "false",
+		"PYTHONDONTWRITEBYTECODE":    "1",
+		"CI":                         "true",
+		"NO_COLOR":                   "1",
+		"FORCE_COLOR":                "0",
 	}
 	maps.Copy(env, spec.Env)
 	envList := make([]string, 0, len(env))

@@ -28,6 +28,10 @@ done
 sandbox_uid=10001
 sandbox_gid=10001
 packages="ca-certificates,git,make,gcc,libc6-dev"
+# Installed with apt-get after debootstrap (debootstrap's resolver is not
+# meant for trees as deep as npm's). Debian's node finds the global modules
+# (typescript, jest, mocha) in /usr/share/nodejs without any registry.
+toolchains="python3 python3-venv python3-pip python3-pytest nodejs npm node-typescript jest mocha"
 started=$(date +%s)
 
 say() { printf '[sandbox-image %3ss] %s\n' "$(($(date +%s) - started))" "$*"; }
@@ -36,10 +40,28 @@ die() { printf 'build-offline.sh: %s\n' "$*" >&2; exit 1; }
 command -v docker >/dev/null 2>&1 || die "docker CLI not found"
 docker version --format '{{.Server.Version}}' >/dev/null 2>&1 || die "the Docker engine is not reachable"
 
+# --- Go toolchain ------------------------------------------------------------
+goroot="${GOROOT:-}"
+if [ -z "$goroot" ]; then
+	if command -v go >/dev/null 2>&1; then
+		goroot=$(go env GOROOT)
+	else
+		goroot=/usr/local/go
+	fi
+fi
+[ -x "$goroot/bin/go" ] || die "no Go toolchain at $goroot (set GOROOT)"
+goversion=$("$goroot/bin/go" env GOVERSION)
+
+recipe=$( (cat "$0"; echo "$goversion") | sha256sum | cut -c1-16)
 old_id=$(docker image inspect --format '{{.Id}}' "$image" 2>/dev/null || true)
 if [ "$force" = 0 ] && [ -n "$old_id" ]; then
-	say "$image already exists; nothing to do (use --force to rebuild)"
-	exit 0
+	old_recipe=$(docker image inspect --format '{{range .Config.Env}}{{println .}}{{end}}' "$image" |
+		sed -n 's/^SELFCODE_SANDBOX_RECIPE=//p')
+	if [ "$old_recipe" = "$recipe" ]; then
+		say "$image is built from this recipe ($recipe); nothing to do (use --force to rebuild)"
+		exit 0
+	fi
+	say "$image was built from recipe '${old_recipe:-none}', not $recipe: rebuilding"
 fi
 
 # Root is needed by debootstrap (device nodes, chroot, file ownership).
@@ -112,18 +134,6 @@ fi
 [ -n "$mirror" ] || die "no Debian mirror for '$suite' found in apt's sources; set SELFCODE_DEBIAN_MIRROR"
 case "$keyring" in /*) [ -r "$keyring" ] || keyring="" ;; *) keyring="" ;; esac
 
-# --- Go toolchain ------------------------------------------------------------
-goroot="${GOROOT:-}"
-if [ -z "$goroot" ]; then
-	if command -v go >/dev/null 2>&1; then
-		goroot=$(go env GOROOT)
-	else
-		goroot=/usr/local/go
-	fi
-fi
-[ -x "$goroot/bin/go" ] || die "no Go toolchain at $goroot (set GOROOT)"
-goversion=$("$goroot/bin/go" env GOVERSION)
-
 # --- debootstrap ---------------------------------------------------------------
 if ! command -v debootstrap >/dev/null 2>&1; then
 	say "installing debootstrap with apt-get"
@@ -132,7 +142,10 @@ if ! command -v debootstrap >/dev/null 2>&1; then
 fi
 
 work=$(mktemp -d "${TMPDIR:-/var/tmp}/selfcode-sandbox.XXXXXX")
-cleanup() { $sudo rm -rf --one-file-system "$work"; }
+cleanup() {
+	$sudo umount "$work/rootfs/proc" 2>/dev/null || true
+	$sudo rm -rf --one-file-system "$work"
+}
 trap cleanup EXIT
 rootfs="$work/rootfs"
 
@@ -145,6 +158,20 @@ mirror_re=$(printf '%s' "$mirror" | sed 's/[][\.*^$|/]/\\&/g')
 $sudo debootstrap --variant=minbase --include="$packages" "${keyring_arg[@]}" \
 	"$suite" "$rootfs" "$mirror" 2>&1 | sed -u -e "s/$mirror_re/<apt mirror>/g" -e 's/^/    /'
 [ "${PIPESTATUS[0]}" = 0 ] || die "debootstrap failed"
+
+say "apt-get install: $toolchains"
+# The mirror is written into the root file system only for this step and
+# removed right after it: the image never names a host.
+echo "deb $mirror $suite main" | $sudo tee "$rootfs/etc/apt/sources.list" >/dev/null
+$sudo mount -t proc proc "$rootfs/proc"
+$sudo chroot "$rootfs" /usr/bin/env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin DEBIAN_FRONTEND=noninteractive \
+	sh -c 'apt-get update -qq && apt-get install -y -qq --no-install-recommends '"$toolchains"' >/dev/null' 2>&1 |
+	sed -u -e "s/$mirror_re/<apt mirror>/g" -e 's/^/    /'
+status=${PIPESTATUS[0]}
+$sudo umount "$rootfs/proc"
+[ "$status" = 0 ] || die "apt-get install in the root file system failed"
+$sudo rm -f "$rootfs/etc/apt/sources.list"
+$sudo find "$rootfs/etc/apt/sources.list.d" -mindepth 1 -delete 2>/dev/null || true
 
 say "trimming caches, documentation and locales"
 $sudo rm -rf "$rootfs"/var/cache/apt/archives/*.deb "$rootfs"/var/lib/apt/lists/* \
@@ -162,7 +189,8 @@ echo "sandbox:x:$sandbox_uid:$sandbox_gid:selfcode sandbox:/tmp:/bin/sh" | $sudo
 echo "sandbox:x:$sandbox_gid:" | $sudo tee -a "$rootfs/etc/group" >/dev/null
 $sudo mkdir -p "$rootfs/work"
 $sudo chown "$sandbox_uid:$sandbox_gid" "$rootfs/work"
-printf 'selfcode-sandbox\ndebian=%s\ngo=%s\nbuilt=%s\n' "$suite" "$goversion" "$(date -u +%Y-%m-%dT%H:%M:%SZ)" |
+printf 'selfcode-sandbox\nrecipe=%s\ndebian=%s\ngo=%s\npython=%s\nnode=%s\nbuilt=%s\n' "$recipe" "$suite" "$goversion" \
+	"$($sudo chroot "$rootfs" python3 --version 2>&1)" "$($sudo chroot "$rootfs" node --version 2>&1)" "$(date -u +%Y-%m-%dT%H:%M:%SZ)" |
 	$sudo tee "$rootfs/etc/selfcode-sandbox-release" >/dev/null
 
 say "importing into Docker as $image"
@@ -173,10 +201,18 @@ $sudo tar -C "$rootfs" --numeric-owner --exclude='./dev/*' --exclude='./proc/*' 
 		--change 'ENV GOPATH=/tmp/go' \
 		--change 'ENV GOCACHE=/tmp/.cache/go-build' \
 		--change 'ENV GOTOOLCHAIN=local' \
+		--change 'ENV XDG_CACHE_HOME=/tmp/.cache' \
+		--change 'ENV PIP_CACHE_DIR=/tmp/.cache/pip' \
+		--change 'ENV PIP_DISABLE_PIP_VERSION_CHECK=1' \
+		--change 'ENV npm_config_cache=/tmp/.npm' \
+		--change 'ENV npm_config_update_notifier=false' \
+		--change 'ENV npm_config_fund=false' \
+		--change 'ENV npm_config_audit=false' \
+		--change "ENV SELFCODE_SANDBOX_RECIPE=$recipe" \
 		--change "USER $sandbox_uid:$sandbox_gid" \
 		--change 'WORKDIR /work' \
 		--change 'CMD ["/bin/sh"]' \
-		--message "selfcode sandbox: Debian $suite minbase + $goversion" \
+		--message "selfcode sandbox: Debian $suite minbase + Python, Node.js + $goversion" \
 		- "$image" >/dev/null
 
 new_id=$(docker image inspect --format '{{.Id}}' "$image")

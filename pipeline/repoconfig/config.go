@@ -25,6 +25,10 @@ type Config struct {
 	SetupNetwork bool `yaml:"setup_network" json:"setup_network"`
 	// Verify commands as configured; see VerifyCommands for the effective list.
 	Verify []Command `yaml:"verify" json:"verify"`
+	// Reports are doublestar globs, relative to the checkout, of test
+	// result files (JUnit XML, jest or mocha JSON) that verify commands
+	// write; they are read after each command and name its tests.
+	Reports []string `yaml:"reports" json:"reports"`
 	// Paths is the model's path policy.
 	Paths Paths `yaml:"paths" json:"paths"`
 	// Limits bound a job.
@@ -47,6 +51,27 @@ type Command struct {
 	// Inferred is true when the command was guessed from the tree rather
 	// than configured.
 	Inferred bool `yaml:"-" json:"inferred,omitempty"`
+	// Kind says what the command proves: a build (the code compiles,
+	// type-checks, imports) or a test run. Configured commands get it
+	// from GuessKind.
+	Kind Kind `yaml:"-" json:"kind,omitempty"`
+	// Runner names the test runner whose output the command prints or
+	// whose report it writes (RunnerGo, RunnerPytest, …), when known.
+	Runner Runner `yaml:"-" json:"runner,omitempty"`
+	// Reports are extra report files this command writes (absolute
+	// sandbox paths or globs relative to the checkout).
+	Reports []string `yaml:"-" json:"reports,omitempty"`
+}
+
+// SetupStep is one setup command.
+type SetupStep struct {
+	Name string `json:"name"`
+	Run  string `json:"run"`
+	// Network lets the step reach the network (only setup ever may).
+	Network bool          `json:"network"`
+	Timeout time.Duration `json:"timeout"`
+	// Inferred is true when the step was guessed from the tree.
+	Inferred bool `json:"inferred,omitempty"`
 }
 
 // Paths are doublestar globs relative to the checkout root.
@@ -68,7 +93,17 @@ type Limits struct {
 	JobTimeout     time.Duration `yaml:"job_timeout" json:"job_timeout"`
 	CommandTimeout time.Duration `yaml:"command_timeout" json:"command_timeout"`
 	BlastRadius    int           `yaml:"blast_radius" json:"blast_radius"`
+	// OutputBytes is the output kept per command (its head and tail). It
+	// never turns a pass into a failure: a longer output is cut in the
+	// middle and the command goes on.
+	OutputBytes int64 `yaml:"output_bytes" json:"output_bytes"`
 }
+
+// Output bounds.
+const (
+	DefaultOutputBytes = 4 << 20
+	MinOutputBytes     = 4 << 10
+)
 
 // Default returns the configuration used when the file is absent; every
 // key left out of a file takes its value from here.
@@ -84,6 +119,7 @@ func Default() *Config {
 			JobTimeout:     45 * time.Minute,
 			CommandTimeout: 10 * time.Minute,
 			BlastRadius:    5,
+			OutputBytes:    DefaultOutputBytes,
 		},
 		Enabled:        true,
 		DraftOnFailure: true,
@@ -92,7 +128,7 @@ func Default() *Config {
 
 // Hash is a stable digest of everything that affects verification: image,
 // setup commands and their network access, verify commands and their
-// timeouts. It keys the baseline cache. Inferred commands are not part of
+// timeouts, report globs. It keys the baseline cache. Inferred commands are not part of
 // it: they are a function of the tree, which the commit in the cache key
 // already pins.
 func (c *Config) Hash() string {
@@ -108,7 +144,7 @@ func (c *Config) Hash() string {
 		binary.BigEndian.PutUint64(n[:], uint64(v))
 		h.Write(n[:])
 	}
-	str("selfcode-verify-v1")
+	str("selfcode-verify-v2")
 	str(c.Image)
 	num(int64(len(c.Setup)))
 	for _, s := range c.Setup {
@@ -129,6 +165,10 @@ func (c *Config) Hash() string {
 		str(v.Name)
 		str(v.Run)
 		num(int64(to))
+	}
+	num(int64(len(c.Reports)))
+	for _, r := range c.Reports {
+		str(r)
 	}
 	return hex.EncodeToString(h.Sum(nil))
 }

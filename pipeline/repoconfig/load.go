@@ -9,6 +9,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 )
 
 // MaxFileSize is the largest .selfcode.yml Load reads.
@@ -48,47 +49,53 @@ func Load(dir string) (*Config, error) {
 }
 
 // VerifyCommands returns the configured verify commands, or, when none are
-// configured, commands inferred from the tree at dir (Inferred set):
-//
-//   - go.mod at the root: go build ./..., go vet ./..., go test ./...
-//   - otherwise a Makefile (Makefile, makefile or GNUmakefile) with a test
-//     target: make test
-//
-// go.mod wins over a Makefile because the Go commands are known to need no
-// setup beyond the toolchain, while a Makefile's test target may do
-// anything; a repository that wants both says so in verify. Every returned
-// command has a Timeout (Limits.CommandTimeout when none was given). The
-// result is empty when nothing could be inferred.
+// configured, the commands Infer finds in the tree at dir (Inferred set).
+// Configured commands get their Kind and Runner from GuessKind and
+// GuessRunner. Every command has a Timeout (Limits.CommandTimeout when
+// none was given) and the configured report globs. The result is empty
+// when nothing could be inferred.
 func (c *Config) VerifyCommands(dir string) []Command {
 	var out []Command
 	if len(c.Verify) > 0 {
-		out = append(out, c.Verify...)
+		out = slices.Clone(c.Verify)
+		for i := range out {
+			out[i].Kind = GuessKind(out[i].Run)
+			out[i].Runner = GuessRunner(out[i].Run)
+		}
 	} else {
-		out = Infer(dir)
+		out = Infer(dir).Verify
 	}
 	for i := range out {
 		if out[i].Timeout == 0 {
 			out[i].Timeout = c.Limits.CommandTimeout
 		}
+		out[i].Reports = append(slices.Clone(c.Reports), out[i].Reports...)
 	}
 	return out
 }
 
-// Infer guesses verify commands from the tree at dir; see VerifyCommands.
-func Infer(dir string) []Command {
-	if regular(filepath.Join(dir, "go.mod")) {
-		return []Command{
-			{Name: "build", Run: "go build ./...", Inferred: true},
-			{Name: "vet", Run: "go vet ./...", Inferred: true},
-			{Name: "test", Run: "go test ./...", Inferred: true},
+// SetupSteps returns the configured setup commands (with SetupNetwork),
+// or, when neither setup nor verify is configured, the steps Infer finds
+// in the tree at dir: inferred verify commands rely on inferred setup (the
+// Python virtual environment), and a configured verify list says what it
+// needs in setup. Every step has a Timeout.
+func (c *Config) SetupSteps(dir string) []SetupStep {
+	var out []SetupStep
+	switch {
+	case len(c.Setup) > 0:
+		for i, run := range c.Setup {
+			out = append(out, SetupStep{Name: fmt.Sprintf("setup %d", i+1), Run: run, Network: c.SetupNetwork})
+		}
+	case len(c.Verify) == 0:
+		out = Infer(dir).Setup
+		for i := range out {
+			out[i].Network = out[i].Network && c.SetupNetwork
 		}
 	}
-	for _, name := range []string{"GNUmakefile", "makefile", "Makefile"} {
-		if hasMakeTarget(filepath.Join(dir, name), "test") {
-			return []Command{{Name: "test", Run: "make test", Inferred: true}}
-		}
+	for i := range out {
+		out[i].Timeout = c.Limits.CommandTimeout
 	}
-	return nil
+	return out
 }
 
 func regular(path string) bool {

@@ -150,7 +150,7 @@ func (p *parser) top(n *yaml.Node, c *Config) {
 	if isNull(n) {
 		return
 	}
-	known := []string{"image", "setup", "setup_network", "verify", "paths", "limits", "enabled", "draft_on_failure", "instructions"}
+	known := []string{"image", "setup", "setup_network", "verify", "reports", "paths", "limits", "enabled", "draft_on_failure", "instructions"}
 	p.entries("", n, func(key string, k, v *yaml.Node) {
 		if isNull(v) {
 			if !has(known, key) {
@@ -175,6 +175,8 @@ func (p *parser) top(n *yaml.Node, c *Config) {
 			}
 		case "verify":
 			c.Verify = p.verify(key, v)
+		case "reports":
+			c.Reports = p.globs(key, v)
 		case "paths":
 			p.paths(key, v, &c.Paths)
 		case "limits":
@@ -430,7 +432,7 @@ func CheckGlob(g string) string {
 }
 
 func (p *parser) limits(key string, v *yaml.Node, l *Limits) {
-	known := []string{"max_files", "max_fix_attempts", "max_steps", "max_tokens", "job_timeout", "command_timeout", "blast_radius"}
+	known := []string{"max_files", "max_fix_attempts", "max_steps", "max_tokens", "job_timeout", "command_timeout", "blast_radius", "output_bytes"}
 	p.entries(key, v, func(f string, k, fv *yaml.Node) {
 		fk := join(key, f)
 		if !has(known, f) {
@@ -465,6 +467,10 @@ func (p *parser) limits(key string, v *yaml.Node, l *Limits) {
 			setDur(&l.CommandTimeout)
 		case "blast_radius":
 			setInt(&l.BlastRadius, 0)
+		case "output_bytes":
+			if i, ok := p.integer(fk, fv, MinOutputBytes); ok {
+				l.OutputBytes = int64(i)
+			}
 		}
 	})
 }

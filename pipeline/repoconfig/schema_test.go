@@ -115,6 +115,8 @@ var samples = map[string]string{
 	"limits.job_timeout":      "limits: {job_timeout: 1h}",
 	"limits.command_timeout":  "limits: {command_timeout: 90s}",
 	"limits.blast_radius":     "limits: {blast_radius: 9}",
+	"limits.output_bytes":     "limits: {output_bytes: 65536}",
+	"reports":                 "reports: [\"**/junit*.xml\"]",
 	"enabled":                 "enabled: false",
 	"draft_on_failure":        "draft_on_failure: false",
 	"instructions":            "instructions: use tabs",
