@@ -13,7 +13,8 @@ build:
 	$(GO) build -o $(BIN) ./cmd/selfcode
 
 # The sandbox image is built offline (debootstrap from the machine's apt
-# mirror → docker import) when Docker is there and the image is missing.
+# mirror → docker import) when Docker is there and the image is missing or
+# was built from an older recipe (the script compares its recipe hash).
 sandbox-image:
 	@if docker version >/dev/null 2>&1; then \
 		deploy/sandbox/build-offline.sh; \

@@ -645,3 +645,30 @@ func writeFile(t testing.TB, name, content string) {
 		t.Fatal(err)
 	}
 }
+
+// TestToolchainsRunOffline checks that the default image runs Python and
+// Node.js projects with no network: pytest and unittest in a virtual
+// environment that sees the image's packages, node --test, mocha, jest
+// and TypeScript's compiler.
+func TestToolchainsRunOffline(t *testing.T) {
+	m, _ := newManager(t, Limits{})
+	c := start(t, m, Spec{})
+	if err := c.CopyTree(context.Background(), "testdata/toolchains"); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct{ name, run, want string }{
+		{"venv pytest", "python3 -m venv --system-site-packages /tmp/venv && cd py && /tmp/venv/bin/python -m pytest -rA -p no:cacheprovider", "PASSED test_calc.py::test_add"},
+		{"unittest", "cd py && python3 -m unittest -v test_calc", "test_add (test_calc.TestAdd"},
+		{"node --test", "cd js && node --test add.test.js", "ok 1 - adds"},
+		{"mocha", "cd js && mocha add.mocha.js", "1 passing"},
+		{"jest", "cd js && jest --ci add.spec.js 2>&1", "Tests:       1 passed"},
+		{"tsc", "cd ts && tsc -p . && echo typechecked", "typechecked"},
+		{"typescript module", `node -e 'console.log(typeof require("typescript").transpileModule)'`, "function"},
+		{"npm", "npm --version", "."},
+	} {
+		res := mustExec(t, c, Cmd{Run: tc.run, Timeout: 3 * time.Minute})
+		if res.ExitCode != 0 || !strings.Contains(res.Output, tc.want) {
+			t.Errorf("%s: exit %d, want output containing %q:\n%s", tc.name, res.ExitCode, tc.want, res.Output)
+		}
+	}
+}

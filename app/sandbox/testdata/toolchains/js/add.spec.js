@@ -1,0 +1,1 @@
+test("adds", () => { expect(1 + 2).toBe(3); });
