@@ -53,7 +53,9 @@ fuzz:
 	$(GO) test ./app/config -run XXX -fuzz FuzzLoadYAML -fuzztime $(FUZZTIME)
 	$(GO) test ./pipeline/repoconfig -run XXX -fuzz FuzzParse -fuzztime $(FUZZTIME)
 	$(GO) test ./pipeline/tools -run XXX -fuzz FuzzStrReplace -fuzztime $(FUZZTIME)
-	$(GO) test ./pipeline/testreport -run XXX -fuzz FuzzParseGoJSON -fuzztime $(FUZZTIME)
+	for f in FuzzParseGoJSON FuzzParseGoText FuzzParsePytest FuzzParseUnittest FuzzParseTAP FuzzParseJSReports FuzzParseJUnit; do \
+		$(GO) test ./pipeline/testreport -run XXX -fuzz "^$$f$$" -fuzztime $(FUZZTIME) || exit 1; \
+	done
 	$(GO) test ./prompts -run XXX -fuzz FuzzData -fuzztime $(FUZZTIME)
 	$(GO) test ./templates -run XXX -fuzz FuzzFence -fuzztime $(FUZZTIME)
 	$(GO) test ./app/fakeopenai -run XXX -fuzz FuzzLoadTranscript -fuzztime $(FUZZTIME)
@@ -63,6 +65,7 @@ bench:
 	$(GO) test ./handlers -run XXX -bench . -benchtime 5s
 	$(GO) test ./app/sandbox -run XXX -bench . -benchtime 30x
 	$(GO) test ./app/engine -run XXX -bench PipelineOverhead -benchtime 10x
+	$(GO) test ./pipeline/testreport -run XXX -bench Parsers -benchtime 20x
 
 demo:
 	$(GO) run ./cmd/selfcode demo

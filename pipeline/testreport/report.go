@@ -1,7 +1,9 @@
 package testreport
 
 import (
+	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -133,10 +135,20 @@ func (r *Report) Counts() (pass, fail, skip int) {
 }
 
 // Ran reports whether at least one test passed or failed (skips do not
-// count: a run that skipped everything tested nothing).
+// count: a run that skipped everything tested nothing), or a suite passed
+// with tests in it (plain go test prints "ok" for a package without
+// naming its passing tests).
 func (r *Report) Ran() bool {
 	p, f, _ := r.Counts()
-	return p+f > 0
+	if p+f > 0 {
+		return true
+	}
+	for _, st := range r.Suites {
+		if st == Pass {
+			return true
+		}
+	}
+	return false
 }
 
 // Failures returns the failing tests, most specific only: a parent whose
@@ -337,20 +349,50 @@ func (r *Report) UnmarshalJSON(b []byte) error {
 	return nil
 }
 
-// Parse recognises test results in output printed by a command. It tries
-// each runner's format and returns what they found, merged, or nil when
-// the output names no tests.
+// Parse recognises test results in output printed by a command: go test
+// -json first (it is exact); otherwise every printed format (go test,
+// pytest, unittest, TAP, jest and mocha JSON), merged, since one command
+// (make test, a script) may run several runners. nil when the output
+// names no tests.
 func Parse(output string) *Report {
 	if r, _ := ParseGoJSON(output); r != nil {
 		return r
 	}
-	return nil
+	data := []byte(output)
+	return Merge(ParseGoText(output), ParsePytest(output), ParseUnittest(output), ParseTAP(output),
+		ParseJestJSON(data), ParseMochaJSON(data))
 }
 
-// ParseFile reads a test report file by its content.
+// ParseFile reads a test report file by its content: JUnit XML, jest or
+// vitest JSON, mocha JSON, or anything Parse reads.
 func ParseFile(name string, data []byte) (*Report, error) {
-	if r, _ := ParseGoJSON(string(data)); r != nil {
+	trimmed := bytes.TrimSpace(data)
+	switch {
+	case bytes.HasPrefix(trimmed, []byte("<")):
+		r, err := ParseJUnit(data)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", name, err)
+		}
+		if r == nil {
+			return nil, fmt.Errorf("%s: %w", name, ErrNoTests)
+		}
+		return r, nil
+	case bytes.HasPrefix(trimmed, []byte("{")):
+		if r := ParseJestJSON(data); r != nil {
+			return r, nil
+		}
+		if r := ParseMochaJSON(data); r != nil {
+			return r, nil
+		}
+	}
+	if r := Parse(string(data)); r != nil {
 		return r, nil
 	}
-	return nil, fmt.Errorf("%s: not a test report selfcode can read", name)
+	return nil, fmt.Errorf("%s: %w", name, ErrNotAReport)
 }
+
+// Errors of ParseFile.
+var (
+	ErrNotAReport = errors.New("not a test report selfcode can read (JUnit XML, jest, vitest or mocha JSON, go test, pytest, unittest or TAP output)")
+	ErrNoTests    = errors.New("the report names no tests")
+)

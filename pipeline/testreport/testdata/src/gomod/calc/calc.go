@@ -1,0 +1,4 @@
+package calc
+
+// Add adds.
+func Add(a, b int) int { return a - b }

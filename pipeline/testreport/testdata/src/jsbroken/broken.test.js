@@ -1,0 +1,2 @@
+const missing = require("./does-not-exist");
+test("never", () => {});

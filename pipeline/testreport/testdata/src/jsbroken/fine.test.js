@@ -1,0 +1,1 @@
+test("fine", () => { expect(1).toBe(1); });

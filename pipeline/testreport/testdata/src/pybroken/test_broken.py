@@ -1,0 +1,5 @@
+import does_not_exist
+
+
+def test_never():
+    assert True
