@@ -97,36 +97,88 @@ func commandIndex(head *Run, cmds []Command, name string) (int, int) {
 	return hi, ci
 }
 
+// rerunReport is where a rerun writes its report file, when its runner
+// writes one.
+const rerunReport = "/tmp/selfcode-reports/rerun"
+
 // RerunCommand is the command that runs test id of c alone, chosen by the
 // test runner c names or, for a command of the user's, the runner whose
-// output its results were read from.
+// output its results were read from. The rerun reports in the same form as
+// the command did, so the test keeps its ID. Runners that cannot select
+// one test by its ID (TAP has no file) are not rerun.
 func RerunCommand(c Command, res CommandResult, id testreport.ID) (Command, bool) {
 	runner := c.Runner
-	if runner == "" && res.Tests != nil {
-		switch res.Tests.Format {
+	format := testreport.Format("")
+	if res.Tests != nil {
+		format = res.Tests.Format
+	}
+	if runner == "" {
+		switch format {
 		case testreport.FormatGoJSON, testreport.FormatGoText:
 			runner = "go"
 		case testreport.FormatPytest:
 			runner = "pytest"
+		case testreport.FormatUnittest:
+			runner = "unittest"
+		case testreport.FormatJest, testreport.FormatVitest:
+			runner = "jest"
+		case testreport.FormatMocha:
+			runner = "mocha"
 		}
 	}
+	if id.Suite == "" || strings.HasPrefix(id.Suite, "-") || strings.ContainsAny(id.Suite, "\n\x00") {
+		return Command{}, false
+	}
+	const python = `if [ -x /work/.venv/bin/python ]; then p=/work/.venv/bin/python; else p=python3; fi; `
+	const nodeBin = `PATH="$PWD/node_modules/.bin:$PATH" `
 	var run string
+	var reports []string
 	switch runner {
 	case "go":
-		if id.Suite == "" || strings.HasPrefix(id.Suite, "-") {
-			return Command{}, false
-		}
 		run = fmt.Sprintf("go test -json -count=1 -run %s %s", ShellQuote(goRunPattern(id.Name)), ShellQuote(id.Suite))
 	case "pytest":
-		if id.Suite == "" || strings.HasPrefix(id.Suite, "-") {
-			return Command{}, false
+		if format == testreport.FormatJUnit {
+			// The ID is a JUnit classname ("pkg.test_mod.TestClass") and
+			// name: try each split of the classname into a file and classes,
+			// and report in JUnit again.
+			var cands []string
+			for _, c := range pytestNodeIDs(id) {
+				cands = append(cands, ShellQuote(c))
+			}
+			reports = []string{rerunReport + ".xml"}
+			run = python + `for c in ` + strings.Join(cands, " ") + `; do if [ -f "${c%%::*}" ]; then exec "$p" -m pytest -rA -p no:cacheprovider --junitxml=` + reports[0] + ` "$c"; fi; done; exit 4`
+		} else {
+			run = python + `"$p" -m pytest -rA -p no:cacheprovider ` + ShellQuote(id.Suite+"::"+id.Name)
 		}
-		run = `if [ -x /work/.venv/bin/python ]; then p=/work/.venv/bin/python; else p=python3; fi; "$p" -m pytest -rA -p no:cacheprovider ` +
-			ShellQuote(id.Suite+"::"+id.Name)
+	case "unittest":
+		run = python + `"$p" -m unittest -v ` + ShellQuote(id.Suite+"."+id.Name)
+	case "jest":
+		reports = []string{rerunReport + ".json"}
+		run = nodeBin + `jest --ci --json --outputFile=` + reports[0] + ` ` + ShellQuote(id.Suite) + ` -t ` + ShellQuote("^"+regexp.QuoteMeta(strings.ReplaceAll(id.Name, " › ", " "))+"$")
+	case "mocha":
+		reports = []string{rerunReport + ".json"}
+		run = nodeBin + `mocha --reporter json --reporter-option output=` + reports[0] + ` ` + ShellQuote(id.Suite) + ` --grep ` + ShellQuote("^"+regexp.QuoteMeta(id.Name)+"$")
 	default:
 		return Command{}, false
 	}
-	return Command{Name: c.Name + " (rerun)", Run: run, Timeout: c.Timeout, Kind: TestCommand, Runner: runner, OutputBytes: c.OutputBytes}, true
+	if len(reports) > 0 {
+		run = "mkdir -p /tmp/selfcode-reports && rm -f " + reports[0] + " && " + run
+	}
+	return Command{Name: c.Name + " (rerun)", Run: run, Timeout: c.Timeout, Kind: TestCommand, Runner: runner,
+		OutputBytes: c.OutputBytes, Reports: reports}, true
+}
+
+// pytestNodeIDs turns a JUnit classname and name into the pytest node ids
+// they may stand for: "a.test_m.TestC" + "t" → a/test_m/TestC.py::t,
+// a/test_m.py::TestC::t, a.py::test_m::TestC::t.
+func pytestNodeIDs(id testreport.ID) []string {
+	parts := strings.Split(id.Suite, ".")
+	var out []string
+	for i := len(parts); i >= 1; i-- {
+		file := strings.Join(parts[:i], "/") + ".py"
+		out = append(out, strings.Join(append(append([]string{file}, parts[i:]...), id.Name), "::"))
+	}
+	return out
 }
 
 // goRunPattern anchors each level of a Go test name for -run.

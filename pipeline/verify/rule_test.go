@@ -248,11 +248,25 @@ func TestRerunCommand(t *testing.T) {
 		{"go", testreport.ID{Suite: "-bad", Name: "TestX"}, ""},
 		{"pytest", testreport.ID{Suite: "tests/test_a.py", Name: "TestC::test_it[it's]"}, `"$p" -m pytest -rA -p no:cacheprovider 'tests/test_a.py::TestC::test_it[it'\''s]'`},
 		{"", testreport.ID{Suite: "x", Name: "y"}, ""},
+		{"unittest", testreport.ID{Suite: "tests.test_a.TestC", Name: "test_it"}, `"$p" -m unittest -v 'tests.test_a.TestC.test_it'`},
+		{"jest", testreport.ID{Suite: "src/a.test.js", Name: "add › adds (1+1)"}, `jest --ci --json --outputFile=/tmp/selfcode-reports/rerun.json 'src/a.test.js' -t '^add adds \(1\+1\)$'`},
+		{"mocha", testreport.ID{Suite: "test/a.js", Name: "add adds"}, `mocha --reporter json --reporter-option output=/tmp/selfcode-reports/rerun.json 'test/a.js' --grep '^add adds$'`},
+		{"node-test", testreport.ID{Suite: "", Name: "add/adds"}, ""},
+		{"jest", testreport.ID{Suite: "", Name: "adds"}, ""},
 	}
 	for _, tc := range tests {
 		got, ok := RerunCommand(Command{Name: "test", Runner: tc.runner}, CommandResult{}, tc.id)
 		if ok != (tc.want != "") || !strings.HasSuffix(got.Run, tc.want) {
 			t.Errorf("RerunCommand(%s, %v) = %q, %v; want …%q", tc.runner, tc.id, got.Run, ok, tc.want)
+		}
+	}
+	// A pytest test named by its JUnit classname: every split into a file
+	// and classes is tried, and the rerun reports in JUnit again.
+	res := CommandResult{Tests: testreport.New(testreport.FormatJUnit)}
+	got, ok := RerunCommand(Command{Name: "test", Runner: "pytest"}, res, testreport.ID{Suite: "tests.test_a.TestC", Name: "test_it"})
+	for _, want := range []string{`'tests/test_a/TestC.py::test_it' 'tests/test_a.py::TestC::test_it' 'tests.py::test_a::TestC::test_it'`, "--junitxml=/tmp/selfcode-reports/rerun.xml"} {
+		if !ok || !strings.Contains(got.Run, want) || len(got.Reports) != 1 {
+			t.Errorf("junit rerun %q (reports %v) lacks %q", got.Run, got.Reports, want)
 		}
 	}
 }
