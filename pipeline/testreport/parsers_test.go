@@ -185,3 +185,29 @@ func FuzzParseJSReports(f *testing.F) {
 		checkWellFormed(t, ParseMochaJSON([]byte(s)))
 	})
 }
+
+func TestCovers(t *testing.T) {
+	t.Parallel()
+	junit, err := ParseJUnit([]byte(readTestdata(t, "testdata/pytest/junit.xml")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	brokenJUnit, _ := ParseJUnit([]byte(readTestdata(t, "testdata/pytest/broken-junit.xml")))
+	jest := ParseJestJSON([]byte(readTestdata(t, "testdata/jest/report.json")))
+	for _, tc := range []struct {
+		name    string
+		file    *Report
+		printed *Report
+		want    bool
+	}{
+		{"pytest summary beside its JUnit XML", junit, ParsePytest(readTestdata(t, "testdata/pytest/rA.txt")), true},
+		{"pytest collection error beside its JUnit XML", brokenJUnit, ParsePytest(readTestdata(t, "testdata/pytest/broken-rA.txt")), true},
+		{"go test beside pytest's JUnit XML", junit, ParseGoText(readTestdata(t, "testdata/gotext/v.txt")), false},
+		{"jest's printed JSON beside its file", jest, ParseJestJSON([]byte(readTestdata(t, "testdata/jest/report.json"))), true},
+		{"TAP beside jest's file", jest, ParseTAP(readTestdata(t, "testdata/tap/node-test.txt")), false},
+	} {
+		if got := tc.file.Covers(tc.printed); got != tc.want {
+			t.Errorf("%s: Covers = %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}

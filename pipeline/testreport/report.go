@@ -355,12 +355,59 @@ func (r *Report) UnmarshalJSON(b []byte) error {
 // (make test, a script) may run several runners. nil when the output
 // names no tests.
 func Parse(output string) *Report {
+	return Merge(ParseEach(output)...)
+}
+
+// ParseEach is Parse without the merge: one report per format found.
+func ParseEach(output string) []*Report {
 	if r, _ := ParseGoJSON(output); r != nil {
-		return r
+		return []*Report{r}
 	}
 	data := []byte(output)
-	return Merge(ParseGoText(output), ParsePytest(output), ParseUnittest(output), ParseTAP(output),
-		ParseJestJSON(data), ParseMochaJSON(data))
+	var out []*Report
+	for _, r := range []*Report{ParseGoText(output), ParsePytest(output), ParseUnittest(output), ParseTAP(output),
+		ParseJestJSON(data), ParseMochaJSON(data)} {
+		if r != nil {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// Covers reports whether report file r already holds what printed report
+// p shows, named its own way (pytest's summary beside its JUnit XML, jest's
+// printed JSON beside its output file): r could come from p's runner (a
+// JUnit file from any, a JSON file from its own) and they share a test
+// name, or p has no tests and both have broken suites. A printed report r does not cover
+// (go test output beside pytest's JUnit file from the same make test)
+// adds to it instead.
+func (r *Report) Covers(p *Report) bool {
+	if r == nil || p == nil {
+		return false
+	}
+	// A JUnit file may come from any runner; a JSON file only from its own.
+	if r.Format != FormatJUnit && r.Format != p.Format && !(r.Format == FormatMocha && p.Format == FormatSpec) {
+		return false
+	}
+	names := map[string]bool{}
+	for id := range r.Tests {
+		names[id.Name] = true
+		names[strings.ReplaceAll(id.Name, " › ", " ")] = true
+	}
+	for id := range p.Tests {
+		if names[id.Name] || names[lastPart(id.Name)] {
+			return true
+		}
+	}
+	return p.Len() == 0 && len(p.Broken) > 0 && len(r.Broken) > 0
+}
+
+// lastPart is a pytest node name without its classes ("TestC::test_y" → "test_y").
+func lastPart(name string) string {
+	if i := strings.LastIndex(name, "::"); i >= 0 {
+		return name[i+2:]
+	}
+	return name
 }
 
 // ParseFile reads a test report file by its content: JUnit XML, jest or

@@ -240,8 +240,8 @@ func Result(c Command, executed string, out Outcome) CommandResult {
 			text = rebuilt
 			diagSource = strings.Join(rep.Errors, "\n")
 		}
-	} else if rep := testreport.Parse(out.Output); rep != nil {
-		reports = append(reports, rep)
+	} else {
+		reports = append(reports, testreport.ParseEach(out.Output)...)
 	}
 	for _, rep := range reports {
 		// What a cut output shows is not the whole run.
@@ -257,15 +257,18 @@ func Result(c Command, executed string, out Outcome) CommandResult {
 		reports = append(reports, rep)
 	}
 	if len(out.Files) > 0 && len(res.Reports) > 0 {
-		// Files are complete where the printed output may be cut: the
-		// printed output adds what the files lack (e.g. a suite that did
-		// not load), but cannot make the files partial.
+		// Files are complete where the printed output may be cut, so they
+		// win over the same runner's printed results (which name tests
+		// their own way); printed results of another runner (go test
+		// beside pytest's JUnit file in one make test) are added.
 		files := testreport.Merge(reports[len(reports)-len(res.Reports):]...)
-		printed := testreport.Merge(reports[:len(reports)-len(res.Reports)]...)
-		if printed != nil {
-			printed.Partial = false
+		merged := []*testreport.Report{files}
+		for _, p := range reports[:len(reports)-len(res.Reports)] {
+			if !files.Covers(p) {
+				merged = append(merged, p)
+			}
 		}
-		res.Tests = testreport.Merge(files, printed)
+		res.Tests = testreport.Merge(merged...)
 	} else {
 		res.Tests = testreport.Merge(reports...)
 	}

@@ -5,7 +5,9 @@ import (
 
 	"context"
 	"errors"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -253,4 +255,37 @@ func findingTests(fs []Finding) []testreport.ID {
 		}
 	}
 	return out
+}
+
+// A report file wins over the same runner's printed results, which name
+// the tests their own way; another runner's printed results are added.
+func TestResultReportFiles(t *testing.T) {
+	t.Parallel()
+	read := func(name string) []byte {
+		b, err := os.ReadFile(filepath.Join("testdata", "pytest", name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	junit, printed, gotest := read("junit.xml"), string(read("rA.txt")), string(read("gotest-v.txt"))
+	c := Command{Name: "test", Run: "make test", Kind: TestCommand, Reports: []string{"/tmp/r/*.xml"}}
+	res := Result(c, "", Outcome{ExitCode: 1, Output: printed, Files: map[string][]byte{"/tmp/r/pytest.xml": junit}})
+	if res.Tests == nil || res.Tests.Len() != 9 || res.Tests.Format != testreport.FormatJUnit {
+		t.Fatalf("pytest output + JUnit: %d tests (%v), want the file's 9", res.Tests.Len(), res.Tests)
+	}
+	res = Result(c, "", Outcome{ExitCode: 1, Output: gotest + printed, Files: map[string][]byte{"/tmp/r/pytest.xml": junit}})
+	if res.Tests.Len() != 9+6 || res.Tests.Tests[testreport.ID{Suite: "example.com/calc/calc", Name: "TestSub"}] != testreport.Pass {
+		t.Fatalf("go test + pytest output + JUnit: %d tests, want 15", res.Tests.Len())
+	}
+	// A cut printed output does not make the complete file partial.
+	res = Result(c, "", Outcome{ExitCode: 1, Output: printed, Truncated: true, Files: map[string][]byte{"/tmp/r/pytest.xml": junit}})
+	if res.Tests.Partial || !res.TestsKnown() {
+		t.Fatalf("file report made partial by a cut output")
+	}
+	// A file that is not a report is said so, and the printed output is used.
+	res = Result(c, "", Outcome{ExitCode: 1, Output: printed, Files: map[string][]byte{"/tmp/r/x.xml": []byte("<html/>")}})
+	if len(res.ReportErrors) != 1 || res.Tests.Format != testreport.FormatPytest {
+		t.Fatalf("bad file: errors %q, format %v", res.ReportErrors, res.Tests.Format)
+	}
 }

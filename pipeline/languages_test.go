@@ -1,0 +1,123 @@
+package pipeline_test
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/selfcode/selfcode/app/engine"
+	"github.com/selfcode/selfcode/app/fakeopenai"
+	"github.com/selfcode/selfcode/pipeline/verify"
+)
+
+// Python and JavaScript repositories go through the real pipeline in the
+// real sandbox with no .selfcode.yml verify list: setup and verify are
+// inferred, the tests are compared one by one, and the verdict follows.
+
+const calcPlan = `{"summary":"Fix add","steps":[{"id":"1","title":"Fix add","files":[{"path":"calc","action":"modify","purpose":"add adds"}],"acceptance":["tests pass"]}],"risks":[],"questions":[]}`
+
+var pythonRepo = map[string]string{
+	"pyproject.toml":     "[build-system]\nrequires = [\"setuptools>=61\"]\nbuild-backend = \"setuptools.build_meta\"\n\n[project]\nname = \"calc\"\nversion = \"0.1.0\"\n\n[tool.setuptools]\npy-modules = [\"calc\"]\n",
+	"calc.py":            "def add(a, b):\n    return a - b\n\n\ndef sub(a, b):\n    return a - b\n",
+	"tests/test_calc.py": "from calc import add, sub\n\n\ndef test_add():\n    assert add(2, 2) == 4\n\n\ndef test_sub():\n    assert sub(5, 3) == 2\n",
+}
+
+var jestRepo = map[string]string{
+	"package.json": `{"name":"calc","version":"1.0.0","private":true,"scripts":{"test":"jest"}}` + "\n",
+	"calc.js":      "exports.add = (a, b) => a - b;\nexports.sub = (a, b) => a - b;\n",
+	"calc.test.js": "const { add, sub } = require(\"./calc\");\ntest(\"add\", () => { expect(add(2, 2)).toBe(4); });\ntest(\"sub\", () => { expect(sub(5, 3)).toBe(2); });\n",
+}
+
+var nodeTestRepo = map[string]string{
+	"package.json":      `{"name":"calc","version":"1.0.0","private":true,"scripts":{"test":"node --test"}}` + "\n",
+	"calc.js":           "exports.add = (a, b) => a - b;\nexports.sub = (a, b) => a - b;\n",
+	"test/calc.test.js": "const assert = require(\"node:assert\");\nconst test = require(\"node:test\");\nconst { add, sub } = require(\"../calc\");\ntest(\"add\", () => assert.strictEqual(add(2, 2), 4));\ntest(\"sub\", () => assert.strictEqual(sub(5, 3), 2));\n",
+}
+
+func TestLanguagesVerifiedTestByTest(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name        string
+		files       map[string]string
+		file        string
+		old, new    string
+		verdict     verify.Verdict
+		fixed       string // a test that fails on the base and passes on the change
+		regression  string // a test that passes on the base and fails on the change
+		syntaxProbe string // an edit that breaks the file's syntax, refused first
+	}{
+		{"pytest fixed", pythonRepo, "calc.py", "def add(a, b):\n    return a - b", "def add(a, b):\n    return a + b",
+			verify.Verified, "test_add", "", "def add(a, b):\n    return (a +"},
+		{"pytest regression", pythonRepo, "calc.py", "    return a - b\n\n\ndef sub(a, b):\n    return a - b", "    return a + b\n\n\ndef sub(a, b):\n    return a + b",
+			verify.Failed, "", "test_sub", ""},
+		{"jest fixed", jestRepo, "calc.js", "exports.add = (a, b) => a - b;", "exports.add = (a, b) => a + b;",
+			verify.Verified, "add", "", "exports.add = (a, b) => { a + b;"},
+		{"node --test regression", nodeTestRepo, "calc.js", "exports.add = (a, b) => a - b;\nexports.sub = (a, b) => a - b;", "exports.add = (a, b) => a + b;\nexports.sub = (a, b) => a + b;",
+			verify.Failed, "", "sub", ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			script := []fakeopenai.Step{planner(calcPlan)}
+			if tt.syntaxProbe != "" {
+				script = append(script, editor(call("str_replace", map[string]any{"path": tt.file, "old_str": tt.old, "new_str": tt.syntaxProbe})))
+			}
+			script = append(script,
+				editor(call("str_replace", map[string]any{"path": tt.file, "old_str": tt.old, "new_str": tt.new})),
+				editor(call("finish", map[string]any{"summary": "changed " + tt.file})))
+			h := newHarness(t, tt.files, "limits: {max_fix_attempts: 0}\n", script...)
+			out, err := h.run()
+			if err != nil {
+				t.Fatal(err)
+			}
+			cmp := out.Comparison
+			if cmp == nil || out.Verdict != tt.verdict {
+				t.Fatalf("verdict %q, want %q; reasons %+v; comparison %+v", out.Verdict, tt.verdict, cmp, cmp)
+			}
+			if tt.fixed != "" && !anyContains(cmp.Fixed, tt.fixed) {
+				t.Errorf("fixed %q lacks %q", cmp.Fixed, tt.fixed)
+			}
+			if tt.regression != "" && !anyContains(cmp.Regressions, tt.regression) {
+				t.Errorf("regressions %q lack %q", cmp.Regressions, tt.regression)
+			}
+			if tt.syntaxProbe != "" {
+				results := h.toolResults()
+				if len(results) == 0 || !strings.Contains(results[0], "syntax") {
+					t.Errorf("the syntax-breaking edit was not refused: %q", results)
+				}
+			}
+			// The test command was read test by test, after an offline setup.
+			last := out.Verify[len(out.Verify)-1].Run
+			for _, st := range last.Setup {
+				if !st.Passed {
+					t.Errorf("setup %q failed:\n%s", st.Run, st.Output)
+				}
+			}
+			tested := false
+			for _, c := range last.Commands {
+				if c.Kind == verify.TestCommand {
+					tested = true
+					if c.Tests == nil || c.Tests.Len() != 2 {
+						t.Errorf("%s: tests %+v, want the 2 tests by name\n%s", c.Run, c.Tests, c.Output)
+					}
+				}
+			}
+			if !tested {
+				t.Errorf("no test command ran: %+v", last.Commands)
+			}
+			// The report shows tests, not just exit codes.
+			rep := engine.Report(out, h.cfg)
+			if rep.Verdict != string(tt.verdict) {
+				t.Errorf("report verdict %q", rep.Verdict)
+			}
+		})
+	}
+}
+
+func anyContains(list []string, s string) bool {
+	for _, l := range list {
+		if strings.Contains(l, s) {
+			return true
+		}
+	}
+	return false
+}
