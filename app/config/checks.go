@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"net"
 	"net/url"
+	"regexp"
 	"strconv"
 	"strings"
 	"time"
@@ -65,6 +66,8 @@ func checkString(checks []string, s string) error {
 			_, err = loadLocation(s)
 		case "loglevel":
 			_, err = parseLevel(s)
+		case "envlist":
+			_, err = ParseEnvList(s)
 		}
 		if err != nil {
 			return err
@@ -136,4 +139,29 @@ func parseLevel(s string) (slog.Level, error) {
 		return 0, fmt.Errorf("not a log level (debug, info, warn, error): %q", s)
 	}
 	return l, nil
+}
+
+var envNamePattern = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+
+// ParseEnvList reads "NAME=value;NAME2=value2" (SELFCODE_SANDBOX_ENV):
+// semicolons, because values such as GOPROXY hold commas; blank entries
+// are ignored. The sandbox refuses names that look like
+// secrets when it starts.
+func ParseEnvList(s string) (map[string]string, error) {
+	out := map[string]string{}
+	for _, part := range strings.Split(s, ";") {
+		if strings.TrimSpace(part) == "" {
+			continue
+		}
+		name, value, ok := strings.Cut(part, "=")
+		name = strings.TrimSpace(name)
+		if !ok || !envNamePattern.MatchString(name) {
+			return nil, fmt.Errorf("%q is not NAME=value", strings.TrimSpace(part))
+		}
+		if _, dup := out[name]; dup {
+			return nil, fmt.Errorf("%s is set twice", name)
+		}
+		out[name] = strings.TrimSpace(value)
+	}
+	return out, nil
 }

@@ -173,6 +173,7 @@ func (m *Manager) containerConfig(spec Spec, image string, life time.Duration) (
 		"NO_COLOR":                   "1",
 		"FORCE_COLOR":                "0",
 	}
+	maps.Copy(env, m.opts.Env)
 	maps.Copy(env, spec.Env)
 	envList := make([]string, 0, len(env))
 	for _, k := range slices.Sorted(maps.Keys(env)) {

@@ -125,6 +125,11 @@ type Options struct {
 	Workdir string
 	// IncludeGit copies the tree's top-level .git directory too in CopyTree.
 	IncludeGit bool
+	// Env holds non-secret variables for every container of this manager
+	// (the operator's mirrors: GOPROXY, npm_config_registry,
+	// PIP_INDEX_URL); a Spec's Env wins over it. Names that look like
+	// secrets are refused.
+	Env map[string]string
 	// Logger receives lifecycle logs (default slog.Default()).
 	Logger *slog.Logger
 }
@@ -153,6 +158,9 @@ func (o Options) validate() error {
 		return fmt.Errorf("%w: instance %q must match %s", ErrInvalid, o.Instance, instancePattern)
 	}
 	if _, _, err := parseUser(o.User); err != nil {
+		return err
+	}
+	if err := checkEnv(o.Env); err != nil {
 		return err
 	}
 	if !strings.HasPrefix(o.Workdir, "/") || o.Workdir == "/" || o.Workdir == "/tmp" || strings.HasPrefix(o.Workdir, "/tmp/") {

@@ -227,6 +227,25 @@ func TestEnvironmentHoldsNoSecrets(t *testing.T) {
 	if _, err := c.Exec(context.Background(), Cmd{Run: "true", Env: map[string]string{"SELFCODE_LLM_API_KEY": "k"}}); !errors.Is(err, ErrInvalid) {
 		t.Errorf("Exec with a key variable = %v, want ErrInvalid", err)
 	}
+
+	// The operator's variables (SELFCODE_SANDBOX_ENV) reach every command;
+	// a secret-looking one stops the manager from starting at all.
+	if _, err := New(context.Background(), Options{Instance: "test-" + randomHex(4), Image: testImage(), Env: map[string]string{"NPM_TOKEN": "t"}}); !errors.Is(err, ErrInvalid) {
+		t.Errorf("New with a token variable = %v, want ErrInvalid", err)
+	}
+	m2, err := New(context.Background(), Options{Instance: "test-" + randomHex(4), Image: testImage(), Logger: testLogger(t),
+		Env: map[string]string{"GOPROXY": "http://mirror.invalid/go", "GOFLAGS": "-x"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { m2.Close() })
+	c2 := start(t, m2, Spec{Env: map[string]string{"GOFLAGS": "-mod=mod"}})
+	res = mustExec(t, c2, Cmd{Run: "env"})
+	for _, want := range []string{"GOPROXY=http://mirror.invalid/go\n", "GOFLAGS=-mod=mod\n"} {
+		if !strings.Contains(res.Stdout, want) {
+			t.Errorf("environment lacks %q (the spec wins over the manager)", want)
+		}
+	}
 }
 
 func TestForkBombStoppedByPidsLimit(t *testing.T) {

@@ -2,6 +2,7 @@ package wire
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"path/filepath"
 
@@ -76,7 +77,11 @@ func Pipeline(o PipelineOptions) (*pipeline.Pipeline, error) {
 // Sandbox starts the sandbox manager for this instance (it reaps what a
 // crashed previous run left) and returns its readiness check.
 func Sandbox(ctx context.Context, cfg *config.Config, instance string, log *slog.Logger) (*sandbox.Manager, handlers.ReadyCheck, error) {
-	m, err := sandbox.New(ctx, sandbox.Options{Instance: instance, Image: cfg.SandboxImage, Runtime: cfg.SandboxRuntime, Logger: log,
+	env, err := config.ParseEnvList(cfg.SandboxEnv)
+	if err != nil {
+		return nil, handlers.ReadyCheck{}, fmt.Errorf("SELFCODE_SANDBOX_ENV: %w", err)
+	}
+	m, err := sandbox.New(ctx, sandbox.Options{Instance: instance, Image: cfg.SandboxImage, Runtime: cfg.SandboxRuntime, Logger: log, Env: env,
 		Limits: sandbox.Limits{Memory: cfg.SandboxMemoryMB << 20, CPUs: float64(cfg.SandboxMilliCPUs) / 1000, Pids: cfg.SandboxPids}})
 	if err != nil {
 		return nil, handlers.ReadyCheck{}, err

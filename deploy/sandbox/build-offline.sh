@@ -55,8 +55,7 @@ goversion=$("$goroot/bin/go" env GOVERSION)
 recipe=$( (cat "$0"; echo "$goversion") | sha256sum | cut -c1-16)
 old_id=$(docker image inspect --format '{{.Id}}' "$image" 2>/dev/null || true)
 if [ "$force" = 0 ] && [ -n "$old_id" ]; then
-	old_recipe=$(docker image inspect --format '{{range .Config.Env}}{{println .}}{{end}}' "$image" |
-		sed -n 's/^SELFCODE_SANDBOX_RECIPE=//p')
+	old_recipe=$(docker image inspect --format '{{index .Config.Labels "io.selfcode.recipe"}}' "$image" 2>/dev/null || true)
 	if [ "$old_recipe" = "$recipe" ]; then
 		say "$image is built from this recipe ($recipe); nothing to do (use --force to rebuild)"
 		exit 0
@@ -208,7 +207,7 @@ $sudo tar -C "$rootfs" --numeric-owner --exclude='./dev/*' --exclude='./proc/*' 
 		--change 'ENV npm_config_update_notifier=false' \
 		--change 'ENV npm_config_fund=false' \
 		--change 'ENV npm_config_audit=false' \
-		--change "ENV SELFCODE_SANDBOX_RECIPE=$recipe" \
+		--change "LABEL io.selfcode.recipe=$recipe" \
 		--change "USER $sandbox_uid:$sandbox_gid" \
 		--change 'WORKDIR /work' \
 		--change 'CMD ["/bin/sh"]' \
