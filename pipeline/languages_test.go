@@ -33,6 +33,38 @@ var nodeTestRepo = map[string]string{
 	"test/calc.test.js": "const assert = require(\"node:assert\");\nconst test = require(\"node:test\");\nconst { add, sub } = require(\"../calc\");\ntest(\"add\", () => assert.strictEqual(add(2, 2), 4));\ntest(\"sub\", () => assert.strictEqual(sub(5, 3), 2));\n",
 }
 
+var unittestRepo = map[string]string{
+	"setup.cfg":          "[metadata]\nname = calc\n",
+	"calc.py":            "def add(a, b):\n    return a - b\n",
+	"tests/test_calc.py": "import unittest\n\nfrom calc import add\n\n\nclass TestCalc(unittest.TestCase):\n    def test_add(self):\n        self.assertEqual(add(2, 2), 4)\n\n    def test_zero(self):\n        self.assertEqual(add(0, 0), 0)\n",
+}
+
+var mochaRepo = map[string]string{
+	"package.json":      `{"name":"calc","version":"1.0.0","private":true,"scripts":{"test":"mocha"}}` + "\n",
+	"calc.js":           "exports.add = (a, b) => a - b;\nexports.sub = (a, b) => a - b;\n",
+	"test/calc.test.js": "const assert = require(\"node:assert\");\nconst { add, sub } = require(\"../calc\");\ndescribe(\"calc\", () => {\n  it(\"adds\", () => assert.strictEqual(add(2, 2), 4));\n  it(\"subtracts\", () => assert.strictEqual(sub(5, 3), 2));\n});\n",
+}
+
+var tsRepo = map[string]string{
+	"package.json":      `{"name":"calc","version":"1.0.0","private":true,"scripts":{"test":"node --test"}}` + "\n",
+	"tsconfig.json":     `{"compilerOptions":{"strict":true,"noEmit":true,"target":"es2020","module":"commonjs"},"include":["src"]}` + "\n",
+	"src/calc.ts":       "export function add(a: number, b: number): number {\n  return a - b;\n}\n",
+	"test/calc.test.js": "const assert = require(\"node:assert\");\nconst test = require(\"node:test\");\ntest(\"truth\", () => assert.ok(true));\ntest(\"math\", () => assert.strictEqual(1 + 1, 2));\n",
+}
+
+// pytestWithOldFailure has a failing test the change has nothing to do with.
+var pytestWithOldFailure = map[string]string{
+	"requirements.txt":   "# nothing to install\n",
+	"calc.py":            "def add(a, b):\n    return a - b\n",
+	"tests/test_calc.py": "from calc import add\n\n\ndef test_add():\n    assert add(2, 2) == 4\n\n\ndef test_network():\n    assert False, \"needs a network\"\n",
+}
+
+// missingRunner names a test runner the sandbox does not have.
+var missingRunner = map[string]string{
+	"package.json": `{"name":"calc","version":"1.0.0","private":true,"scripts":{"test":"ava"}}` + "\n",
+	"calc.js":      "exports.add = (a, b) => a - b;\n",
+}
+
 func TestLanguagesVerifiedTestByTest(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
@@ -44,15 +76,28 @@ func TestLanguagesVerifiedTestByTest(t *testing.T) {
 		fixed       string // a test that fails on the base and passes on the change
 		regression  string // a test that passes on the base and fails on the change
 		syntaxProbe string // an edit that breaks the file's syntax, refused first
+		preExisting string // a test failing on both
+		reason      string // why the change is unverified
+		tests       int    // tests the test command names (default 2)
 	}{
 		{"pytest fixed", pythonRepo, "calc.py", "def add(a, b):\n    return a - b", "def add(a, b):\n    return a + b",
-			verify.Verified, "test_add", "", "def add(a, b):\n    return (a +"},
+			verify.Verified, "test_add", "", "def add(a, b):\n    return (a +", "", "", 0},
 		{"pytest regression", pythonRepo, "calc.py", "    return a - b\n\n\ndef sub(a, b):\n    return a - b", "    return a + b\n\n\ndef sub(a, b):\n    return a + b",
-			verify.Failed, "", "test_sub", ""},
+			verify.Failed, "", "test_sub", "", "", "", 0},
 		{"jest fixed", jestRepo, "calc.js", "exports.add = (a, b) => a - b;", "exports.add = (a, b) => a + b;",
-			verify.Verified, "add", "", "exports.add = (a, b) => { a + b;"},
+			verify.Verified, "add", "", "exports.add = (a, b) => { a + b;", "", "", 0},
 		{"node --test regression", nodeTestRepo, "calc.js", "exports.add = (a, b) => a - b;\nexports.sub = (a, b) => a - b;", "exports.add = (a, b) => a + b;\nexports.sub = (a, b) => a + b;",
-			verify.Failed, "", "sub", ""},
+			verify.Failed, "", "sub", "", "", "", 0},
+		{"unittest fixed", unittestRepo, "calc.py", "return a - b", "return a + b",
+			verify.Verified, "test_add", "", "", "", "", 0},
+		{"mocha regression", mochaRepo, "calc.js", "exports.add = (a, b) => a - b;\nexports.sub = (a, b) => a - b;", "exports.add = (a, b) => a + b;\nexports.sub = (a, b) => a + b;",
+			verify.Failed, "calc adds", "calc subtracts", "", "", "", 0},
+		{"TypeScript type error", tsRepo, "src/calc.ts", "return a - b;", "return `${a + b}`;",
+			verify.Failed, "", "typecheck", "", "", "", 0},
+		{"pre-existing unrelated failure", pytestWithOldFailure, "calc.py", "return a - b", "return a + b",
+			verify.Verified, "test_add", "", "", "test_network", "", 0},
+		{"runner missing", missingRunner, "calc.js", "a - b", "a + b",
+			verify.Unverified, "", "", "", "", "could not be started", -1},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -79,6 +124,18 @@ func TestLanguagesVerifiedTestByTest(t *testing.T) {
 			if tt.regression != "" && !anyContains(cmp.Regressions, tt.regression) {
 				t.Errorf("regressions %q lack %q", cmp.Regressions, tt.regression)
 			}
+			if tt.preExisting != "" && !anyContains(cmp.PreExisting, tt.preExisting) {
+				t.Errorf("pre-existing %q lack %q", cmp.PreExisting, tt.preExisting)
+			}
+			if tt.reason != "" {
+				found := false
+				for _, r := range cmp.Reasons {
+					found = found || strings.Contains(r.Why, tt.reason)
+				}
+				if !found {
+					t.Errorf("reasons %+v lack %q", cmp.Reasons, tt.reason)
+				}
+			}
 			if tt.syntaxProbe != "" {
 				results := h.toolResults()
 				if len(results) == 0 || !strings.Contains(results[0], "syntax") {
@@ -92,11 +149,15 @@ func TestLanguagesVerifiedTestByTest(t *testing.T) {
 					t.Errorf("setup %q failed:\n%s", st.Run, st.Output)
 				}
 			}
-			tested := false
+			want := tt.tests
+			if want == 0 {
+				want = 2
+			}
+			tested := want < 0
 			for _, c := range last.Commands {
-				if c.Kind == verify.TestCommand {
+				if c.Kind == verify.TestCommand && want > 0 {
 					tested = true
-					if c.Tests == nil || c.Tests.Len() != 2 {
+					if c.Tests == nil || c.Tests.Len() != want {
 						t.Errorf("%s: tests %+v, want the 2 tests by name\n%s", c.Run, c.Tests, c.Output)
 					}
 				}
