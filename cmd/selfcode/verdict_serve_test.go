@@ -3,10 +3,8 @@ package main
 import (
 	"encoding/json"
 	"fmt"
-	"net"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync/atomic"
@@ -26,48 +24,16 @@ import (
 
 const ghOwner, ghRepo = "Codertocat", "Hello-World"
 
-// bridgeIP is the Docker bridge's address on this machine: what a
-// sandbox's setup phase can reach, and nothing beyond the machine.
-func bridgeIP(t *testing.T) string {
-	t.Helper()
-	out, err := exec.Command("docker", "network", "inspect", "bridge", "--format", `{{index .Options "com.docker.network.bridge.name"}}`).Output()
-	if err != nil {
-		t.Fatalf("docker network inspect bridge: %v", err)
-	}
-	name := strings.TrimSpace(string(out))
-	ifc, err := net.InterfaceByName(name)
-	if err != nil {
-		t.Fatalf("bridge interface %q: %v", name, err)
-	}
-	addrs, err := ifc.Addrs()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, a := range addrs {
-		if n, ok := a.(*net.IPNet); ok && n.IP.To4() != nil {
-			return n.IP.String()
-		}
-	}
-	t.Fatalf("no IPv4 address on %s", name)
-	return ""
-}
-
-// emptyGoProxy serves a Go module proxy on the bridge that knows no
-// module, and counts the requests it answered.
+// emptyGoProxy serves a Go module proxy on the Docker bridge that knows
+// no module, and counts the requests it answered.
 func emptyGoProxy(t *testing.T) (string, *atomic.Int64) {
 	t.Helper()
-	ln, err := net.Listen("tcp", net.JoinHostPort(bridgeIP(t), "0"))
-	if err != nil {
-		t.Fatalf("listen on the bridge: %v", err)
-	}
 	var asked atomic.Int64
-	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	url := dockertest.ServeOnBridge(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		asked.Add(1)
 		http.Error(w, "not found: "+r.URL.Path, http.StatusNotFound)
-	}), ReadHeaderTimeout: 10 * time.Second}
-	go srv.Serve(ln)
-	t.Cleanup(func() { srv.Close() })
-	return "http://" + ln.Addr().String(), &asked
+	}))
+	return url, &asked
 }
 
 type serveCase struct {

@@ -1,0 +1,116 @@
+package pipeline_test
+
+import (
+	"archive/tar"
+	"bytes"
+	"compress/gzip"
+	"crypto/sha1"
+	"crypto/sha512"
+	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
+	"net/http"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/selfcode/selfcode/app/fakeopenai"
+	"github.com/selfcode/selfcode/internal/dockertest"
+	"github.com/selfcode/selfcode/pipeline/verify"
+)
+
+// npmTarball packs files (relative to the package root) the way npm
+// publishes them: a gzipped tar with everything under package/.
+func npmTarball(t *testing.T, files map[string]string) []byte {
+	t.Helper()
+	var buf bytes.Buffer
+	gz := gzip.NewWriter(&buf)
+	tw := tar.NewWriter(gz)
+	for name, body := range files {
+		if err := tw.WriteHeader(&tar.Header{Name: "package/" + name, Mode: 0o644, Size: int64(len(body)), ModTime: time.Unix(0, 0)}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := tw.Write([]byte(body)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := tw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := gz.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return buf.Bytes()
+}
+
+// npmRegistry serves one package, name@version, on the Docker bridge, as
+// the npm registry does (packument and tarball), and counts tarball
+// downloads.
+func npmRegistry(t *testing.T, name, version string, files map[string]string) (string, *atomic.Int64) {
+	t.Helper()
+	tgz := npmTarball(t, files)
+	sha1sum := sha1.Sum(tgz)
+	sha512sum := sha512.Sum512(tgz)
+	var base string
+	var downloads atomic.Int64
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /"+name, func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		json.NewEncoder(w).Encode(map[string]any{
+			"name": name, "dist-tags": map[string]string{"latest": version},
+			"versions": map[string]any{version: map[string]any{
+				"name": name, "version": version, "main": "index.js",
+				"dist": map[string]string{
+					"tarball":   base + "/" + name + "/-/" + name + "-" + version + ".tgz",
+					"shasum":    hex.EncodeToString(sha1sum[:]),
+					"integrity": "sha512-" + base64.StdEncoding.EncodeToString(sha512sum[:]),
+				},
+			}},
+		})
+	})
+	mux.HandleFunc("GET /"+name+"/-/"+name+"-"+version+".tgz", func(w http.ResponseWriter, r *http.Request) {
+		downloads.Add(1)
+		w.Header().Set("Content-Type", "application/octet-stream")
+		w.Write(tgz)
+	})
+	base = dockertest.ServeOnBridge(t, mux)
+	return base, &downloads
+}
+
+// An inferred setup step installs a declared dependency from the registry
+// the repository's .npmrc names (served by the test on this machine), and
+// the change is then verified offline with it.
+func TestSetupInstallsFromALocalRegistry(t *testing.T) {
+	t.Parallel()
+	dockertest.Manager(t)
+	registry, downloads := npmRegistry(t, "words-local", "1.0.0", map[string]string{
+		"package.json": `{"name":"words-local","version":"1.0.0","main":"index.js"}`,
+		"index.js":     "exports.greeting = () => \"hello\";\n",
+	})
+	files := map[string]string{
+		".npmrc":       "registry=" + registry + "/\n",
+		"package.json": `{"name":"greeter","version":"1.0.0","private":true,"dependencies":{"words-local":"1.0.0"},"scripts":{"test":"node --test"}}` + "\n",
+		"greet.js":     "const { greeting } = require(\"words-local\");\nexports.greet = (name) => greeting() + \", \" + name + \".\";\n",
+		"test/greet.test.js": "const assert = require(\"node:assert\");\nconst test = require(\"node:test\");\nconst { greet } = require(\"../greet\");\n" +
+			"test(\"greets\", () => assert.strictEqual(greet(\"bob\"), \"hello, bob!\"));\ntest(\"starts with hello\", () => assert.match(greet(\"x\"), /^hello/));\n",
+	}
+	h := newHarness(t, files, "", []fakeopenai.Step{
+		planner(calcPlan),
+		editor(call("str_replace", map[string]any{"path": "greet.js", "old_str": `name + "."`, "new_str": `name + "!"`})),
+		editor(call("finish", map[string]any{"summary": "greet ends with !"})),
+	}...)
+	out, err := h.run()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out.Verdict != verify.Verified || out.Comparison == nil || !anyContains(out.Comparison.Fixed, "greets") {
+		t.Fatalf("verdict %q, comparison %+v", out.Verdict, out.Comparison)
+	}
+	setup := out.Base.Setup
+	if len(setup) != 1 || !setup[0].Passed || setup[0].Run != "npm install --no-audit --no-fund --no-package-lock" {
+		t.Fatalf("base setup %+v", setup)
+	}
+	if downloads.Load() == 0 {
+		t.Error("the dependency was never downloaded from the local registry")
+	}
+}
