@@ -410,7 +410,7 @@ const reporterSays = "Three issues were worked on overnight across two repositor
 func TestWindowRunsOnePerRepositoryAndReports(t *testing.T) {
 	eng := newEngine(owner + "/beta#1")
 	recv := newReceiver(t, 2) // the first two deliveries fail: retried with backoff
-	h := newHarness(t, eng, []string{"SELFCODE_OVERNIGHT_MAX_DURATION=1s", "SELFCODE_REPORT_WEBHOOK_URL=" + recv.srv.URL},
+	h := newHarness(t, eng, []string{"SELFCODE_OVERNIGHT_MAX_DURATION=1h", "SELFCODE_REPORT_WEBHOOK_URL=" + recv.srv.URL},
 		nil, fakeopenai.Step{Role: "reporter", Content: reporterSays})
 
 	a1 := h.issue("alpha", "Greeting is too short", "selfcode:overnight")
@@ -427,11 +427,18 @@ func TestWindowRunsOnePerRepositoryAndReports(t *testing.T) {
 		}
 	}
 
-	// The window opens.
+	// The window opens. The alpha jobs finish; beta#1 runs until the
+	// clock passes its one-hour limit, which only the test moves.
 	h.clk.Set(windowStart.Add(time.Second))
-	for k, id := range ids {
-		h.eventually(k+" to finish", func() bool { return h.job(id).State.Terminal() })
+	for _, k := range []string{"alpha#1", "alpha#2"} {
+		h.eventually(k+" to finish", func() bool { return h.job(ids[k]).State.Terminal() })
 	}
+	h.eventually("beta#1 to start", func() bool { return h.job(ids["beta#1"]).State == job.StateRunning })
+	if h.job(ids["beta#1"]).State.Terminal() {
+		t.Fatal("beta#1 ended before its limit")
+	}
+	h.clk.Set(windowStart.Add(time.Hour + 2*time.Second))
+	h.eventually("beta#1 to be stopped at its limit", func() bool { return h.job(ids["beta#1"]).State.Terminal() })
 	eng.mu.Lock()
 	maxAlpha, maxBeta := eng.maxSeen[owner+"/alpha"], eng.maxSeen[owner+"/beta"]
 	eng.mu.Unlock()

@@ -325,14 +325,32 @@ func (p *Pool) Kick() {
 	}
 }
 
+// watchOvertime cancels a run with errOvertime once the store's clock
+// reaches deadline, looking every Tick, until ctx ends.
+func (p *Pool) watchOvertime(ctx context.Context, deadline time.Time, cancel context.CancelCauseFunc) {
+	tick := time.NewTicker(p.o.Tick)
+	defer tick.Stop()
+	for {
+		if !p.o.Store.Now().Before(deadline) {
+			cancel(errOvertime)
+			return
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+	}
+}
+
 func (p *Pool) execute(owner string, j *job.Job) {
 	log := p.log.With("job_id", j.ID, "repo", j.Repo.FullName(), "issue", j.Issue, "installation_id", j.InstallationID)
 	ctx, cancel := context.WithCancelCause(p.runCtx)
 	defer cancel(nil)
 	if j.Overnight && j.Kind != job.KindControl && p.o.OvernightMaxDuration > 0 {
-		var stop context.CancelFunc
-		ctx, stop = context.WithTimeoutCause(ctx, p.o.OvernightMaxDuration, errOvertime)
-		defer stop()
+		// The limit is read off the store's clock, so a test that moves a
+		// fake clock through the window decides when it is reached.
+		go p.watchOvertime(ctx, p.o.Store.Now().Add(p.o.OvernightMaxDuration), cancel)
 	}
 	p.mu.Lock()
 	p.running[j.ID] = cancel

@@ -61,6 +61,8 @@ type env struct {
 	done finished
 	n    *notes
 	path string
+	// early holds finishes wait saw before their own wait asked.
+	early map[string][]*job.Job
 }
 
 func setup(t *testing.T, r Runner, p perms, mod func(*Options)) *env {
@@ -115,8 +117,15 @@ func (e *env) control(t *testing.T, issue int, verb string) string {
 	return rc.JobID
 }
 
+// wait returns the next finish of job id. Finishes of other jobs that
+// arrive first are kept for their own wait: two jobs may end in either
+// order (a cancel command and the job it cancels).
 func (e *env) wait(t *testing.T, id string) *job.Job {
 	t.Helper()
+	if js := e.early[id]; len(js) > 0 {
+		e.early[id] = js[1:]
+		return js[0]
+	}
 	deadline := time.After(10 * time.Second)
 	for {
 		select {
@@ -124,6 +133,10 @@ func (e *env) wait(t *testing.T, id string) *job.Job {
 			if j.ID == id {
 				return j
 			}
+			if e.early == nil {
+				e.early = map[string][]*job.Job{}
+			}
+			e.early[j.ID] = append(e.early[j.ID], j)
 		case <-deadline:
 			t.Fatalf("job %s did not finish", id)
 		}
@@ -233,18 +246,39 @@ func TestCancelRunningJob(t *testing.T) {
 func TestKillSwitch(t *testing.T) {
 	var mu sync.Mutex
 	enabled := false
+	asked := make(chan struct{}, 100)
 	e := setup(t, runFunc(func(ctx context.Context, j *job.Job, rt Runtime) (job.Outcome, error) {
 		return job.OutcomeNoChange, nil
 	}), nil, func(o *Options) {
-		o.Enabled = func() bool { mu.Lock(); defer mu.Unlock(); return enabled }
+		o.Enabled = func() bool {
+			select {
+			case asked <- struct{}{}:
+			default:
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			return enabled
+		}
 	})
 	id := e.submit(t, 1, "maint")
-	// Several idle ticks pass with the job stored and untouched.
-	for i := 0; i < 5; i++ {
+	for len(asked) > 0 { // looks from before the job was stored
+		<-asked
+	}
+	// The pool looks at the queue several times with the job stored and
+	// the switch off: each time it must leave the job alone. Waiting on the
+	// pool's own question, not on a sleep: with more looks than workers,
+	// some worker looked twice, so its first look's decision (lease or
+	// not) is done, and a pool that ignored the switch has taken the job.
+	for i := 0; i < 2*e.pool.o.Workers+1; i++ {
 		e.st.Wake()
-		if j, _ := e.st.Get(context.Background(), id); j.State != job.StateQueued {
-			t.Fatalf("job %s while disabled", j.State)
+		select {
+		case <-asked:
+		case <-time.After(30 * time.Second):
+			t.Fatal("the pool never asked whether it is enabled")
 		}
+	}
+	if j, _ := e.st.Get(context.Background(), id); j.State != job.StateQueued {
+		t.Fatalf("job %s while disabled", j.State)
 	}
 	select {
 	case j := <-e.done:
