@@ -65,6 +65,20 @@ var missingRunner = map[string]string{
 	"calc.js":      "exports.add = (a, b) => a - b;\n",
 }
 
+// goRepo has a bug in Add, a test for it, and an unrelated failing test.
+var goRepo = map[string]string{
+	"go.mod":  "module example.com/calc\n\ngo 1.22\n",
+	"calc.go": "package calc\n\n// Add adds.\nfunc Add(a, b int) int { return a - b }\n\n// Sub subtracts.\nfunc Sub(a, b int) int { return a - b }\n",
+	"calc_test.go": "package calc\n\nimport \"testing\"\n\nfunc TestAdd(t *testing.T) {\n\tif Add(2, 2) != 4 {\n\t\tt.Error(\"Add(2, 2) != 4\")\n\t}\n}\n\n" +
+		"func TestSub(t *testing.T) {\n\tif Sub(5, 3) != 2 {\n\t\tt.Error(\"Sub(5, 3) != 2\")\n\t}\n}\n\nfunc TestNetwork(t *testing.T) { t.Fatal(\"needs a network\") }\n",
+}
+
+// noTests is a Python project with nothing to test.
+var noTests = map[string]string{
+	"requirements.txt": "# nothing\n",
+	"calc.py":          "def add(a, b):\n    return a - b\n",
+}
+
 func TestLanguagesVerifiedTestByTest(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
@@ -98,6 +112,23 @@ func TestLanguagesVerifiedTestByTest(t *testing.T) {
 			verify.Verified, "test_add", "", "", "test_network", "", 0},
 		{"runner missing", missingRunner, "calc.js", "a - b", "a + b",
 			verify.Unverified, "", "", "", "", "could not be started", -1},
+		{"go: fix beside an old failure", goRepo, "calc.go", "return a - b }\n\n// Sub", "return a + b }\n\n// Sub",
+			verify.Verified, "TestAdd", "", "", "TestNetwork", "", 3},
+		{"go: hidden regression", goRepo, "calc.go", "func Add(a, b int) int { return a - b }\n\n// Sub subtracts.\nfunc Sub(a, b int) int { return a - b }",
+			"func Add(a, b int) int { return a + b }\n\n// Sub subtracts.\nfunc Sub(a, b int) int { return a + b }",
+			verify.Failed, "TestAdd", "TestSub", "", "TestNetwork", "", 3},
+		{"unittest regression", unittestRepo, "calc.py", "return a - b", "return 4 if a else 1",
+			verify.Failed, "test_add", "test_zero", "", "", "", 0},
+		{"jest regression", jestRepo, "calc.js", "exports.add = (a, b) => a - b;\nexports.sub = (a, b) => a - b;", "exports.add = (a, b) => a + b;\nexports.sub = (a, b) => a + b;",
+			verify.Failed, "add", "sub", "", "", "", 0},
+		{"node --test fixed", nodeTestRepo, "calc.js", "exports.add = (a, b) => a - b;", "exports.add = (a, b) => a + b;",
+			verify.Verified, "add", "", "exports.add = (a, b) => a +;", "", "", 0},
+		{"mocha fixed", mochaRepo, "calc.js", "exports.add = (a, b) => a - b;", "exports.add = (a, b) => a + b;",
+			verify.Verified, "calc adds", "", "", "", "", 0},
+		{"TypeScript fixed", tsRepo, "src/calc.ts", "return a - b;", "return a + b;",
+			verify.Verified, "", "", "return a +;", "", "", 0},
+		{"python: no test ran", noTests, "calc.py", "return a - b", "return a + b",
+			verify.Unverified, "", "", "", "", "names no tests", -1},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -109,7 +140,14 @@ func TestLanguagesVerifiedTestByTest(t *testing.T) {
 			script = append(script,
 				editor(call("str_replace", map[string]any{"path": tt.file, "old_str": tt.old, "new_str": tt.new})),
 				editor(call("finish", map[string]any{"summary": "changed " + tt.file})))
-			h := newHarness(t, tt.files, "limits: {max_fix_attempts: 0}\n", script...)
+			cfg := "limits: {max_fix_attempts: 0}\n"
+			if tt.regression != "" {
+				// One fix round, which gives up: the fixer must have been told
+				// the newly failing test.
+				cfg = "limits: {max_fix_attempts: 1}\n"
+				script = append(script, fixer(call("finish", map[string]any{"summary": "cannot fix"})))
+			}
+			h := newHarness(t, tt.files, cfg, script...)
 			out, err := h.run()
 			if err != nil {
 				t.Fatal(err)
@@ -123,6 +161,12 @@ func TestLanguagesVerifiedTestByTest(t *testing.T) {
 			}
 			if tt.regression != "" && !anyContains(cmp.Regressions, tt.regression) {
 				t.Errorf("regressions %q lack %q", cmp.Regressions, tt.regression)
+			}
+			if tt.regression != "" {
+				reqs := h.fake.RequestsFor("fixer")
+				if len(reqs) == 0 || !strings.Contains(string(reqs[0].Raw), tt.regression) {
+					t.Errorf("the fixer was not told the newly failing test %q (%d requests)", tt.regression, len(reqs))
+				}
 			}
 			if tt.preExisting != "" && !anyContains(cmp.PreExisting, tt.preExisting) {
 				t.Errorf("pre-existing %q lack %q", cmp.PreExisting, tt.preExisting)
