@@ -53,7 +53,7 @@ fuzz:
 	$(GO) test ./app/config -run XXX -fuzz FuzzLoadYAML -fuzztime $(FUZZTIME)
 	$(GO) test ./pipeline/repoconfig -run XXX -fuzz FuzzParse -fuzztime $(FUZZTIME)
 	$(GO) test ./pipeline/tools -run XXX -fuzz FuzzStrReplace -fuzztime $(FUZZTIME)
-	for f in FuzzParseGoJSON FuzzParseGoText FuzzParsePytest FuzzParseUnittest FuzzParseTAP FuzzParseJSReports FuzzParseJUnit; do \
+	for f in FuzzParseGoJSON FuzzParseGoText FuzzParsePytest FuzzParseUnittest FuzzParseTAP FuzzParseMochaSpec FuzzParseJSReports FuzzParseJUnit; do \
 		$(GO) test ./pipeline/testreport -run XXX -fuzz "^$$f$$" -fuzztime $(FUZZTIME) || exit 1; \
 	done
 	$(GO) test ./prompts -run XXX -fuzz FuzzData -fuzztime $(FUZZTIME)

@@ -46,6 +46,9 @@ func TestParsersOnCapturedOutput(t *testing.T) {
 		{"mocha json printed", "testdata/mocha/json-stdout.txt", func(s string) *Report { return ParseMochaJSON([]byte(s)) },
 			map[ID]Status{{"js/calc.mocha.js", "add adds"}: Fail, {"js/calc.mocha.js", "add zero"}: Pass, {"js/calc.mocha.js", "add nested deep"}: Pass, {"js/calc.mocha.js", "add later"}: Skip},
 			nil, nil, ""},
+		{"mocha spec", "testdata/mocha/spec.txt", ParseMochaSpec,
+			map[ID]Status{{"", "add adds"}: Fail, {"", "add zero"}: Pass, {"", "add later"}: Skip, {"", "add nested deep"}: Pass},
+			nil, map[ID]string{{"", "add adds"}: "0 !== 4"}, ""},
 		{"node --test TAP", "testdata/tap/node-test.txt", ParseTAP,
 			map[ID]Status{{"", "add"}: Fail, {"", "add/adds"}: Fail, {"", "add/zero"}: Pass, {"", "add/later"}: Skip, {"", "top level"}: Pass},
 			nil, map[ID]string{{"", "add/adds"}: "0 !== 4"}, ""},
@@ -102,6 +105,7 @@ func TestIDsStableAcrossOutcomes(t *testing.T) {
 		{"unittest", ParseUnittest, "test_y (pkg.mod.TestX.test_y) ... FAIL\n", "test_y (pkg.mod.TestX) ... ok\n", ID{"pkg.mod.TestX", "test_y"}},
 		{"tap", ParseTAP, "TAP version 13\n# Subtest: a\n    not ok 1 - b\n    1..1\nnot ok 1 - a\n1..1\n", "TAP version 13\n# Subtest: a\n    ok 1 - b\n    1..1\nok 1 - a\n1..1\n", ID{"", "a/b"}},
 		{"go", ParseGoText, "--- FAIL: TestX (0.00s)\nFAIL\nFAIL\tex.com/p\t0.01s\n", "=== RUN   TestX\n--- PASS: TestX (0.00s)\nok  \tex.com/p\t0.01s\n", ID{"ex.com/p", "TestX"}},
+		{"mocha spec", ParseMochaSpec, "  calc\n    1) adds\n\n  0 passing\n  1 failing\n", "  calc\n    ✔ adds\n\n  1 passing (2ms)\n", ID{"", "calc adds"}},
 	}
 	for _, p := range pairs {
 		f, ok := p.parse(p.fail), p.parse(p.pass)
@@ -176,6 +180,12 @@ func FuzzParseTAP(f *testing.F) {
 func FuzzParseGoText(f *testing.F) {
 	fuzzSeeds(f, "testdata/gotext/plain.txt", "testdata/gotext/v.txt")
 	f.Fuzz(func(t *testing.T, s string) { checkWellFormed(t, ParseGoText(s)) })
+}
+
+func FuzzParseMochaSpec(f *testing.F) {
+	fuzzSeeds(f, "testdata/mocha/spec.txt")
+	f.Add("  suite\n    ✔ a (2ms)\n    1) b\n\n  1 passing\n  1 failing\n\n  1) suite\n       b:\n     Error: x\n")
+	f.Fuzz(func(t *testing.T, s string) { checkWellFormed(t, ParseMochaSpec(s)) })
 }
 
 func FuzzParseJSReports(f *testing.F) {

@@ -366,7 +366,7 @@ func ParseEach(output string) []*Report {
 	data := []byte(output)
 	var out []*Report
 	for _, r := range []*Report{ParseGoText(output), ParsePytest(output), ParseUnittest(output), ParseTAP(output),
-		ParseJestJSON(data), ParseMochaJSON(data)} {
+		ParseJestJSON(data), ParseMochaJSON(data), ParseMochaSpec(output)} {
 		if r != nil {
 			out = append(out, r)
 		}
