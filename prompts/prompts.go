@@ -3,6 +3,7 @@ package prompts
 import (
 	"bytes"
 	"embed"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -56,6 +57,9 @@ func Load(o Options) (*Set, error) {
 		}
 	}
 	if o.Dir != "" {
+		if st, err := os.Stat(o.Dir); err != nil || !st.IsDir() {
+			return nil, fmt.Errorf("prompt overrides: %s is not a readable folder: %w", o.Dir, errors.Join(err, os.ErrNotExist))
+		}
 		files, err := filepath.Glob(filepath.Join(o.Dir, "*.tmpl"))
 		if err != nil {
 			return nil, err

@@ -1,6 +1,7 @@
 package prompts
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -54,6 +55,10 @@ func TestOverride(t *testing.T) {
 	os.WriteFile(filepath.Join(dir, EditorUser), []byte("{{.Broken"), 0o600)
 	if _, err := Load(Options{Dir: dir}); err == nil || !strings.Contains(err.Error(), EditorUser) {
 		t.Fatalf("broken override: %v", err)
+	}
+	// A folder that is not there is a mistake to report, not to ignore.
+	if _, err := Load(Options{Dir: filepath.Join(dir, "missing")}); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("missing folder: %v", err)
 	}
 }
 

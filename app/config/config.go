@@ -47,6 +47,8 @@ type Config struct {
 	Enabled              bool          `env:"SELFCODE_ENABLED" yaml:"enabled" default:"true" desc:"false is the kill switch: jobs are stored but stay queued"`
 
 	// Operational settings beyond the contract's table.
+	TemplatesDir    string        `env:"SELFCODE_TEMPLATES_DIR" yaml:"templates_dir" desc:"folder of *.tmpl files that override report template blocks (templates/); checked at startup"`
+	PromptsDir      string        `env:"SELFCODE_PROMPTS_DIR" yaml:"prompts_dir" desc:"folder of prompt files that override the embedded ones (prompts/); checked at startup"`
 	ShutdownTimeout time.Duration `env:"SELFCODE_SHUTDOWN_TIMEOUT" yaml:"shutdown_timeout" default:"30s" check:"positive" desc:"how long serve waits for running work on shutdown"`
 	LogLevel        string        `env:"SELFCODE_LOG_LEVEL" yaml:"log_level" default:"info" check:"loglevel" desc:"log level: debug, info, warn or error"`
 	OvernightWindow time.Duration `env:"SELFCODE_OVERNIGHT_WINDOW" yaml:"overnight_window" default:"6h" check:"positive" desc:"how long each overnight window lasts (never past the next window's start); jobs still waiting then move to the next window"`

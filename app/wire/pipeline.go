@@ -28,8 +28,7 @@ type PipelineOptions struct {
 	Sandbox *sandbox.Manager
 	// Model overrides the configured OpenAI-compatible endpoint (the demo
 	// replays a recorded transcript through a fake server instead).
-	Model      chat.Model
-	PromptsDir string
+	Model chat.Model
 }
 
 // Model builds the OpenAI-compatible client from the configuration.
@@ -56,7 +55,7 @@ func Pipeline(o PipelineOptions) (*pipeline.Pipeline, error) {
 		}
 		model = m
 	}
-	ps, err := prompts.Load(prompts.Options{Dir: o.PromptsDir})
+	ps, err := prompts.Load(prompts.Options{Dir: o.Config.PromptsDir})
 	if err != nil {
 		return nil, err
 	}

@@ -25,8 +25,6 @@ type Options struct {
 	Logger *slog.Logger
 	// Engine does the work on a checkout (the pipeline).
 	Engine runner.Engine
-	// TemplatesDir overrides single template blocks (optional).
-	TemplatesDir string
 	// Ready adds readiness checks (e.g. the Docker engine).
 	Ready []handlers.ReadyCheck
 	// OnStart runs before workers start (e.g. reaping sandbox containers).
@@ -61,7 +59,7 @@ func GitHub(o Options) func(ctx context.Context, st *store.Store, m *metrics.Met
 		if err != nil {
 			return server.Deps{}, err
 		}
-		tm, err := templates.New(templates.Options{OverrideDir: o.TemplatesDir})
+		tm, err := templates.New(templates.Options{OverrideDir: o.Config.TemplatesDir})
 		if err != nil {
 			return server.Deps{}, err
 		}
