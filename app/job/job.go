@@ -142,31 +142,43 @@ type Publication struct {
 	Reacted           bool   `json:"reacted,omitempty"`
 }
 
+// Stop is why the worker cut a run short.
+type Stop string
+
+// Stops.
+const (
+	// StopOvertime: an overnight job reached SELFCODE_OVERNIGHT_MAX_DURATION.
+	StopOvertime Stop = "overtime"
+)
+
 // Job is one unit of work, stored as JSON under its ID.
 type Job struct {
-	ID              string      `json:"id"`
-	Kind            Kind        `json:"kind"`
-	State           State       `json:"state"`
-	Outcome         Outcome     `json:"outcome"`
-	Repo            Repo        `json:"repo"`
-	Repository      string      `json:"repository"` // owner/name, for API readers
-	Issue           int         `json:"issue"`
-	IsPR            bool        `json:"is_pr,omitempty"`
-	IssueTitle      string      `json:"issue_title,omitempty"`
-	IssueBody       string      `json:"issue_body,omitempty"`
-	IssueURL        string      `json:"issue_url,omitempty"`
-	Instructions    string      `json:"instructions,omitempty"`
-	InstallationID  int64       `json:"installation_id,omitempty"`
-	Trigger         Trigger     `json:"trigger"`
-	Overnight       bool        `json:"overnight,omitempty"`
-	Attempts        int         `json:"attempts"`
-	CreatedAt       time.Time   `json:"created_at"`
-	UpdatedAt       time.Time   `json:"updated_at"`
-	StartedAt       time.Time   `json:"started_at,omitempty"`
-	FinishedAt      time.Time   `json:"finished_at,omitempty"`
-	ScheduledFor    time.Time   `json:"scheduled_for,omitempty"`
-	Error           string      `json:"error,omitempty"`
-	Reason          string      `json:"reason,omitempty"`
+	ID             string    `json:"id"`
+	Kind           Kind      `json:"kind"`
+	State          State     `json:"state"`
+	Outcome        Outcome   `json:"outcome"`
+	Repo           Repo      `json:"repo"`
+	Repository     string    `json:"repository"` // owner/name, for API readers
+	Issue          int       `json:"issue"`
+	IsPR           bool      `json:"is_pr,omitempty"`
+	IssueTitle     string    `json:"issue_title,omitempty"`
+	IssueBody      string    `json:"issue_body,omitempty"`
+	IssueURL       string    `json:"issue_url,omitempty"`
+	Instructions   string    `json:"instructions,omitempty"`
+	InstallationID int64     `json:"installation_id,omitempty"`
+	Trigger        Trigger   `json:"trigger"`
+	Overnight      bool      `json:"overnight,omitempty"`
+	Attempts       int       `json:"attempts"`
+	CreatedAt      time.Time `json:"created_at"`
+	UpdatedAt      time.Time `json:"updated_at"`
+	StartedAt      time.Time `json:"started_at,omitempty"`
+	FinishedAt     time.Time `json:"finished_at,omitempty"`
+	ScheduledFor   time.Time `json:"scheduled_for,omitempty"`
+	Error          string    `json:"error,omitempty"`
+	Reason         string    `json:"reason,omitempty"`
+	// Stop says why the worker stopped the run before it ended by itself
+	// (empty: it did not), so reports tell it without reading Error.
+	Stop            Stop        `json:"stop,omitempty"`
 	SupersededBy    string      `json:"superseded_by,omitempty"`
 	CancelRequested bool        `json:"cancel_requested,omitempty"`
 	TargetJobID     string      `json:"target_job_id,omitempty"` // control jobs: the job acted on

@@ -11,7 +11,6 @@ import (
 
 	"github.com/selfcode/selfcode/app/job"
 	"github.com/selfcode/selfcode/app/store"
-	"github.com/selfcode/selfcode/app/worker"
 	"github.com/selfcode/selfcode/pipeline"
 )
 
@@ -161,7 +160,7 @@ func explain(j *job.Job, r Run, scope *pipeline.Scope, moved *store.MovedJob, lo
 	case r.Outcome == Pass:
 		b.WriteString("Posted a plan on the issue.")
 		next = fmt.Sprintf("Review the plan on %s.", ref)
-	case strings.HasPrefix(j.Error, worker.OvertimeError):
+	case j.Stop == job.StopOvertime:
 		fmt.Fprintf(&b, "Stopped: the job ran longer than the overnight time limit after %s.", j.Duration().Round(time.Second))
 		next = fmt.Sprintf("Split %s into smaller issues (or raise SELFCODE_OVERNIGHT_MAX_DURATION) and label it again.", ref)
 	case r.Outcome == Fail && j.Outcome == job.OutcomeUnverified:

@@ -111,6 +111,8 @@ type Result struct {
 	Outcome job.Outcome
 	Error   string
 	Reason  string
+	// Stop is set when the worker cut the run short.
+	Stop job.Stop
 }
 
 // Finish ends a running job: it records the result, drops the lease and lets
@@ -132,7 +134,7 @@ func (s *Store) Finish(ctx context.Context, id string, r Result) (*job.Job, erro
 		}
 		prev := j.State
 		j.State, j.Outcome = r.State, r.Outcome
-		j.Error, j.Reason = r.Error, r.Reason
+		j.Error, j.Reason, j.Stop = r.Error, r.Reason, r.Stop
 		j.UpdatedAt = now
 		j.CancelRequested = false
 		if r.State == job.StateQueued {

@@ -109,8 +109,8 @@ type Pool struct {
 	kick chan struct{} // asks maintain to promote now
 }
 
-// OvertimeError begins the error of an overnight job stopped at
-// Options.OvernightMaxDuration.
+// OvertimeError begins the error text of an overnight job stopped at
+// Options.OvernightMaxDuration, for people; code reads job.StopOvertime.
 const OvertimeError = "stopped: the overnight job ran longer than its limit"
 
 // Causes a run context is canceled with.
@@ -378,7 +378,7 @@ func (p *Pool) execute(owner string, j *job.Job) {
 		log.Warn("job interrupted by shutdown; it runs again after restart")
 		return
 	case errors.Is(cause, errOvertime) && res.State != job.StateSucceeded:
-		res.Result = store.Result{State: job.StateFailed, Outcome: job.OutcomeError,
+		res.Result = store.Result{State: job.StateFailed, Outcome: job.OutcomeError, Stop: job.StopOvertime,
 			Error: fmt.Sprintf("%s (SELFCODE_OVERNIGHT_MAX_DURATION %s)", OvertimeError, p.o.OvernightMaxDuration)}
 	case errors.Is(cause, errCanceled):
 		res.Result = store.Result{State: job.StateCanceled, Reason: "canceled on request"}
