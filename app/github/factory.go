@@ -17,6 +17,7 @@ import (
 	gh "github.com/google/go-github/v60/github"
 
 	"github.com/selfcode/selfcode/internal/ctxsleep"
+	"github.com/selfcode/selfcode/internal/keyedlock"
 )
 
 // DefaultBaseURL is GitHub.com's REST API.
@@ -140,7 +141,7 @@ func New(opts Options) (*Factory, error) {
 			now:            opts.Now,
 			sleep:          opts.Sleep,
 			logger:         opts.Logger,
-			locks:          map[string]chan struct{}{},
+			locks:          &keyedlock.Locks{},
 		},
 		installs: map[int64]*Client{},
 	}

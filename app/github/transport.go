@@ -12,9 +12,10 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"time"
+
+	"github.com/selfcode/selfcode/internal/keyedlock"
 )
 
 // Retry policy of the transport (shared by the app, installation and anonymous
@@ -57,25 +58,7 @@ type transport struct {
 	sleep          func(context.Context, time.Duration) error
 	logger         *slog.Logger
 
-	mu    sync.Mutex
-	locks map[string]chan struct{}
-}
-
-// lockRepo acquires the write lock of a repository, or fails when ctx ends first.
-func (t *transport) lockRepo(ctx context.Context, key string) (func(), error) {
-	t.mu.Lock()
-	ch, ok := t.locks[key]
-	if !ok {
-		ch = make(chan struct{}, 1)
-		t.locks[key] = ch
-	}
-	t.mu.Unlock()
-	select {
-	case ch <- struct{}{}:
-		return func() { <-ch }, nil
-	case <-ctx.Done():
-		return nil, fmt.Errorf("wait for write lock of %s: %w", key, ctx.Err())
-	}
+	locks *keyedlock.Locks // write lock per repository
 }
 
 // writeRepoKey returns "owner/repo" (lower case) for a write to a repository.
@@ -136,7 +119,7 @@ func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		return nil, err
 	}
 	if key, ok := writeRepoKey(req); ok {
-		unlock, err := t.lockRepo(ctx, key)
+		unlock, err := t.locks.Lock(ctx, key)
 		if err != nil {
 			return nil, err
 		}

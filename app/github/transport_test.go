@@ -12,6 +12,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/selfcode/selfcode/internal/keyedlock"
 )
 
 // scripted is a base round tripper that plays back a list of outcomes and records
@@ -102,7 +104,7 @@ func testTransport(base http.RoundTripper) *transport {
 	return &transport{
 		base: base, attemptTimeout: 5 * time.Second, maxAttempts: 3, maxRLRetries: 2, maxRLWait: time.Hour,
 		baseBackoff: time.Millisecond, now: time.Now, sleep: func(context.Context, time.Duration) error { return nil },
-		logger: slog.New(slog.NewTextHandler(io.Discard, nil)), locks: map[string]chan struct{}{},
+		logger: slog.New(slog.NewTextHandler(io.Discard, nil)), locks: &keyedlock.Locks{},
 	}
 }
 

@@ -12,9 +12,9 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
-	"sync"
 
 	"github.com/selfcode/selfcode/app/job"
+	"github.com/selfcode/selfcode/internal/keyedlock"
 )
 
 // TokenSource returns a credential for the remote, fetched fresh for each
@@ -68,8 +68,7 @@ type Git struct {
 	baseURL    *url.URL
 	log        *slog.Logger
 
-	mu    sync.Mutex
-	locks map[string]chan struct{}
+	locks keyedlock.Locks // one holder per mirror
 }
 
 // Errors callers branch on.
@@ -132,7 +131,6 @@ func New(opts Options) (*Git, error) {
 		gitPath:    gitPath,
 		baseURL:    bu,
 		log:        logger,
-		locks:      map[string]chan struct{}{},
 	}
 	for _, d := range []string{g.mirrors, g.workspaces} {
 		if err := os.MkdirAll(d, 0o700); err != nil {
@@ -244,19 +242,7 @@ func (g *Git) MirrorPath(repo job.Repo) (string, error) {
 // lock serialises work on one repository's mirror; it waits until the lock is
 // free or ctx ends.
 func (g *Git) lock(ctx context.Context, key string) (func(), error) {
-	g.mu.Lock()
-	ch, ok := g.locks[key]
-	if !ok {
-		ch = make(chan struct{}, 1)
-		g.locks[key] = ch
-	}
-	g.mu.Unlock()
-	select {
-	case ch <- struct{}{}:
-		return func() { <-ch }, nil
-	case <-ctx.Done():
-		return nil, fmt.Errorf("wait for repository lock %s: %w", key, ctx.Err())
-	}
+	return g.locks.Lock(ctx, key)
 }
 
 // Sync creates repo's mirror on first use (git clone --mirror) and refreshes
