@@ -20,6 +20,7 @@ import (
 	"github.com/selfcode/selfcode/pipeline"
 	"github.com/selfcode/selfcode/pipeline/chat"
 	"github.com/selfcode/selfcode/pipeline/repoconfig"
+	"github.com/selfcode/selfcode/pipeline/verify"
 	"github.com/selfcode/selfcode/prompts"
 )
 
@@ -34,6 +35,23 @@ const (
 	fixNew = samplerepo.FixedLine
 )
 
+// baselines is the baseline cache every test of this package shares, as
+// one server's jobs do: a base commit is verified once per configuration.
+var baselines *verify.Cache
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "selfcode-baselines-")
+	if err != nil {
+		panic(err)
+	}
+	if baselines, err = verify.NewCache(verify.CacheOptions{Dir: dir}); err != nil {
+		panic(err)
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
 func gitRepo(t *testing.T, files map[string]string) (string, string) {
 	t.Helper()
 	dir := t.TempDir()
@@ -47,7 +65,10 @@ func gitRepo(t *testing.T, files map[string]string) (string, string) {
 	run := func(args ...string) string {
 		cmd := exec.Command("git", args...)
 		cmd.Dir = dir
-		cmd.Env = append(os.Environ(), "GIT_AUTHOR_NAME=t", "GIT_AUTHOR_EMAIL=t@x", "GIT_COMMITTER_NAME=t", "GIT_COMMITTER_EMAIL=t@x")
+		// Fixed dates: the same files give the same commit, so tests of one
+		// repository share its baseline (see baselines).
+		cmd.Env = append(os.Environ(), "GIT_AUTHOR_NAME=t", "GIT_AUTHOR_EMAIL=t@x", "GIT_COMMITTER_NAME=t", "GIT_COMMITTER_EMAIL=t@x",
+			"GIT_AUTHOR_DATE=2026-01-01T00:00:00Z", "GIT_COMMITTER_DATE=2026-01-01T00:00:00Z")
 		out, err := cmd.CombinedOutput()
 		if err != nil {
 			t.Fatalf("git %v: %v\n%s", args, err, out)
@@ -127,7 +148,7 @@ func newHarness(t *testing.T, files map[string]string, cfgYAML string, script ..
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, err := pipeline.New(pipeline.Options{Model: client, Prompts: ps, Sandbox: engine.Sandbox{Manager: m}})
+	p, err := pipeline.New(pipeline.Options{Model: client, Prompts: ps, Sandbox: engine.Sandbox{Manager: m}, Baseline: baselines})
 	if err != nil {
 		t.Fatal(err)
 	}
