@@ -18,6 +18,7 @@ import (
 	"github.com/selfcode/selfcode/app/errs"
 	"github.com/selfcode/selfcode/app/job"
 	"github.com/selfcode/selfcode/app/store"
+	"github.com/selfcode/selfcode/pipeline/stage"
 )
 
 // The dashboard: server-rendered pages on the admin listener, with one small
@@ -219,7 +220,7 @@ func stageRows(j *job.Job, now time.Time) []stageRow {
 		case s.StartedAt.IsZero():
 		case !s.FinishedAt.IsZero():
 			r.Took = s.FinishedAt.Sub(s.StartedAt)
-		case s.Status == "running" && !j.State.Terminal():
+		case s.Status == stage.Running && !j.State.Terminal():
 			r.Took = now.Sub(s.StartedAt)
 		}
 		out = append(out, r)
@@ -256,11 +257,12 @@ func logLines(j *job.Job) []logLine {
 		add(a+"started", j.StartedAt, "job", fmt.Sprintf("running (attempt %d)", j.Attempts))
 	}
 	for _, s := range j.Stages {
-		add(a+"stage:"+s.Name+":start", s.StartedAt, "stage", s.Name+" started")
-		if s.Status == "running" || s.Status == "" {
+		name, status := string(s.Name), string(s.Status)
+		add(a+"stage:"+name+":start", s.StartedAt, "stage", name+" started")
+		if !s.Status.Done() {
 			continue
 		}
-		text := s.Name + ": " + s.Status
+		text := name + ": " + status
 		if s.Summary != "" {
 			text += " — " + s.Summary
 		}
@@ -268,7 +270,7 @@ func logLines(j *job.Job) []logLine {
 		if at.IsZero() {
 			at = s.StartedAt
 		}
-		add(a+"stage:"+s.Name+":"+s.Status, at, s.Status, text)
+		add(a+"stage:"+name+":"+status, at, status, text)
 	}
 	if j.CancelRequested && !j.State.Terminal() {
 		add(a+"cancel", j.UpdatedAt, "cancel", "cancel requested; stopping")

@@ -18,6 +18,7 @@ import (
 	"github.com/selfcode/selfcode/app/store"
 	"github.com/selfcode/selfcode/app/worker"
 	"github.com/selfcode/selfcode/internal/browsertest"
+	"github.com/selfcode/selfcode/pipeline/stage"
 )
 
 // The dashboard in a real browser: headless Chromium (Debian's package)
@@ -38,13 +39,14 @@ type scriptedRunner struct {
 }
 
 func (r *scriptedRunner) Run(ctx context.Context, j *job.Job, rt worker.Runtime) (job.Outcome, error) {
-	stage := func(name, status, summary string) error {
+	stage := func(n, st, summary string) error {
+		name, status := stage.Name(n), stage.Status(st)
 		now := time.Now().UTC()
 		_, err := rt.Update(ctx, func(j *job.Job) error {
 			for i := range j.Stages {
 				if j.Stages[i].Name == name {
 					j.Stages[i].Status, j.Stages[i].Summary = status, summary
-					if status != "running" {
+					if status.Done() {
 						j.Stages[i].FinishedAt = now
 					}
 					return nil

@@ -18,6 +18,7 @@ import (
 	"github.com/selfcode/selfcode/app/backup"
 	"github.com/selfcode/selfcode/app/job"
 	"github.com/selfcode/selfcode/app/store"
+	"github.com/selfcode/selfcode/pipeline/stage"
 )
 
 // dashFixture is a store holding one job of each kind the pages show.
@@ -49,14 +50,15 @@ func submit(t *testing.T, st *store.Store, issue int, title string) string {
 	return rc.JobID
 }
 
-func setStage(t *testing.T, st *store.Store, id, name, status, summary string) {
+func setStage(t *testing.T, st *store.Store, id, n, stat, summary string) {
 	t.Helper()
+	name, status := stage.Name(n), stage.Status(stat)
 	now := time.Now().UTC()
 	_, err := st.Update(context.Background(), id, func(j *job.Job) error {
 		for i := range j.Stages {
 			if j.Stages[i].Name == name {
 				j.Stages[i].Status, j.Stages[i].Summary = status, summary
-				if status != "running" {
+				if status.Done() {
 					j.Stages[i].FinishedAt = now
 				}
 				return nil

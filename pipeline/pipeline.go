@@ -18,6 +18,7 @@ import (
 	"github.com/selfcode/selfcode/pipeline/chat"
 	"github.com/selfcode/selfcode/pipeline/repoconfig"
 	"github.com/selfcode/selfcode/pipeline/repomap"
+	"github.com/selfcode/selfcode/pipeline/stage"
 	"github.com/selfcode/selfcode/pipeline/tools"
 	"github.com/selfcode/selfcode/pipeline/verify"
 	"github.com/selfcode/selfcode/prompts"
@@ -53,7 +54,7 @@ type Session interface {
 
 // Progress receives stage updates and artifacts (the publisher).
 type Progress interface {
-	Stage(name, status, summary string)
+	Stage(name stage.Name, status stage.Status, summary string)
 	Artifact(name string, data []byte)
 }
 
@@ -254,7 +255,7 @@ func (s *jobState) policy() tools.Policy {
 	return tools.Policy{Allow: s.cfg.Paths.Allow, Deny: s.cfg.Paths.Deny, Protected: s.cfg.Paths.Protected}
 }
 
-func (s *jobState) stage(name, status, summary string) {
+func (s *jobState) stage(name stage.Name, status stage.Status, summary string) {
 	if s.in.Progress != nil {
 		s.in.Progress.Stage(name, status, summary)
 	}
@@ -272,26 +273,26 @@ func (s *jobState) artifact(name string, v any) {
 
 func (s *jobState) run(ctx context.Context) error {
 	// 1. Plan.
-	s.stage("plan", "running", "")
+	s.stage(stage.Plan, stage.Running, "")
 	plan, msgs, err := s.plan(ctx)
 	if err != nil {
-		s.stage("plan", "fail", err.Error())
+		s.stage(stage.Plan, stage.Fail, err.Error())
 		return err
 	}
 	if !s.in.PlanOnly {
 		// 1b. Scope guard: max_files and the blast radius, before any edit.
 		if plan, err = s.guardScope(ctx, msgs, plan); err != nil {
-			s.stage("plan", "fail", err.Error())
+			s.stage(stage.Plan, stage.Fail, err.Error())
 			return err
 		}
 	}
 	s.out.Plan = plan
 	s.artifact("plan.json", plan)
 	if s.out.Skipped != "" {
-		s.stage("plan", "fail", s.out.Skipped)
+		s.stage(stage.Plan, stage.Fail, s.out.Skipped)
 		return nil
 	}
-	s.stage("plan", "pass", plan.Summary)
+	s.stage(stage.Plan, stage.Pass, plan.Summary)
 	if s.in.PlanOnly {
 		return nil
 	}
@@ -299,57 +300,57 @@ func (s *jobState) run(ctx context.Context) error {
 	// 2. Sandbox and baseline, on the pristine checkout.
 	env, err := s.prepare(ctx)
 	if err != nil {
-		s.stage("verify", "fail", err.Error())
+		s.stage(stage.Verify, stage.Fail, err.Error())
 		return err
 	}
 	defer func() { env.close() }()
 	s.syntax.env = env
 
 	// 3. Edit.
-	s.stage("edit", "running", "")
+	s.stage(stage.Edit, stage.Running, "")
 	summary, stop, err := s.edit(ctx, chat.RoleEditor, s.editorMessages(), s.cfg.Limits.MaxSteps)
 	if err != nil {
-		s.stage("edit", "fail", err.Error())
+		s.stage(stage.Edit, stage.Fail, err.Error())
 		return err
 	}
 	s.out.Summary, s.out.StopReason = summary, stop
 	if len(s.tools.Changed()) == 0 {
-		s.stage("edit", "fail", "the model changed no file")
+		s.stage(stage.Edit, stage.Fail, "the model changed no file")
 		return nil
 	}
-	s.stage("edit", "pass", fmt.Sprintf("%d file(s) changed", len(s.tools.Changed())))
+	s.stage(stage.Edit, stage.Pass, fmt.Sprintf("%d file(s) changed", len(s.tools.Changed())))
 
 	// 4. Verify, then fix while a fix can help, until verified or out of
 	// rounds. A base that was already broken never gets a fix round.
 	for round := 0; ; round++ {
-		name := "verify"
+		name := stage.Verify
 		if round > 0 {
-			name = "fix"
+			name = stage.Fix
 		}
 		what := "checking the change"
 		if round > 0 {
 			what = fmt.Sprintf("checking fix round %d", round)
 		}
-		s.stage(name, "running", what)
+		s.stage(name, stage.Running, what)
 		head, cmp, err := s.verifyChanges(ctx, env, round)
 		if err != nil {
-			s.stage(name, "fail", err.Error())
+			s.stage(name, stage.Fail, err.Error())
 			return err
 		}
 		s.out.Comparison = &cmp
 		s.out.Verdict, s.out.Verified = cmp.Verdict, cmp.Verified
 		s.observe(cmp)
 		if cmp.Verified {
-			s.stage(name, "pass", verifySummary(head, cmp))
+			s.stage(name, stage.Pass, verifySummary(head, cmp))
 			if round == 0 {
-				s.stage("fix", "skipped", "not needed")
+				s.stage(stage.Fix, stage.Skipped, "not needed")
 			}
 			return nil
 		}
-		s.stage(name, "fail", verifySummary(head, cmp))
+		s.stage(name, stage.Fail, verifySummary(head, cmp))
 		if !cmp.Fixable {
 			if round == 0 {
-				s.stage("fix", "skipped", "nothing the change broke")
+				s.stage(stage.Fix, stage.Skipped, "nothing the change broke")
 			}
 			return nil
 		}

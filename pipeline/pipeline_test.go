@@ -20,6 +20,7 @@ import (
 	"github.com/selfcode/selfcode/pipeline"
 	"github.com/selfcode/selfcode/pipeline/chat"
 	"github.com/selfcode/selfcode/pipeline/repoconfig"
+	"github.com/selfcode/selfcode/pipeline/stage"
 	"github.com/selfcode/selfcode/pipeline/verify"
 	"github.com/selfcode/selfcode/prompts"
 )
@@ -104,9 +105,9 @@ type recorder struct {
 	arts   map[string][]byte
 }
 
-func (r *recorder) Stage(name, status, summary string) {
+func (r *recorder) Stage(name stage.Name, status stage.Status, summary string) {
 	r.mu.Lock()
-	r.stages = append(r.stages, name+":"+status)
+	r.stages = append(r.stages, string(name)+":"+string(status))
 	r.mu.Unlock()
 }
 

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/selfcode/selfcode/pipeline/chat"
+	"github.com/selfcode/selfcode/pipeline/stage"
 	"github.com/selfcode/selfcode/prompts"
 )
 
@@ -208,7 +209,7 @@ func (s *jobState) guardScope(ctx context.Context, msgs []chat.Message, plan *Pl
 	sc := s.checkScope(ctx, plan)
 	if sc.TooWide != "" {
 		first := sc
-		s.stage("plan", "running", "plan too wide ("+first.TooWide+"); asking for a narrower one")
+		s.stage(stage.Plan, stage.Running, "plan too wide ("+first.TooWide+"); asking for a narrower one")
 		narrow, err := s.narrow(ctx, msgs, plan, first)
 		switch {
 		case err != nil && ctx.Err() != nil:

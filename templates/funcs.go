@@ -8,6 +8,8 @@ import (
 	"strings"
 	"text/template"
 	"time"
+
+	"github.com/selfcode/selfcode/pipeline/stage"
 )
 
 // funcs are the helpers every template may call. The ones taking untrusted
@@ -229,7 +231,7 @@ func failedRows(rows []VerifyRow) []VerifyRow {
 // lastStage is the stage that failed, or else the last one that started.
 func lastStage(stages []Stage) *Stage {
 	for i := range stages {
-		if stages[i].Status == "fail" {
+		if stages[i].Status == stage.Fail {
 			return &stages[i]
 		}
 	}

@@ -1,6 +1,10 @@
 package templates
 
-import "time"
+import (
+	"time"
+
+	"github.com/selfcode/selfcode/pipeline/stage"
+)
 
 // Report is the view of one job that most templates render.
 type Report struct {
@@ -137,8 +141,8 @@ type Iteration struct {
 
 // Stage is one line of the progress checklist.
 type Stage struct {
-	Name     string
-	Status   string // pending, running, pass, fail, skipped
+	Name     stage.Name
+	Status   stage.Status
 	Summary  string
 	Duration time.Duration
 }

@@ -1,6 +1,10 @@
 package templates
 
-import "time"
+import (
+	"time"
+
+	"github.com/selfcode/selfcode/pipeline/stage"
+)
 
 // sampleReport fills every field a template may read, so that New can check
 // that each entry renders (and an override naming a missing field fails early).
@@ -24,13 +28,13 @@ func sampleReport() Report {
 			StillFailing: []string{"TestX (p)"}, Flaky: []string{"TestZ (p)"}},
 		BlastRadius: []string{"cmd/app"},
 		Iterations:  []Iteration{{Number: 1, Summary: "first", Outcome: "verification_failed", FilesChanged: files, Verification: rows}},
-		Logs:        "log line", Stages: []Stage{{Name: "plan", Status: "pass", Summary: "ok", Duration: time.Second}, {Name: "edit", Status: "fail"}},
+		Logs:        "log line", Stages: []Stage{{Name: stage.Plan, Status: stage.Pass, Summary: "ok", Duration: time.Second}, {Name: stage.Edit, Status: stage.Fail}},
 		Branch: "selfcode/issue-1", PRURL: "https://github.com/octo/sample/pull/2", Error: "boom", CommandWord: "/selfcode",
 	}
 }
 
 func sampleStatus() StatusView {
 	return StatusView{CommandWord: "/selfcode", Found: true, JobID: "01j0000000000000000000000a", State: "queued",
-		Outcome: "", Attempts: 2, Stages: []Stage{{Name: "plan", Status: "pass"}}, PRURL: "https://github.com/octo/sample/pull/2",
+		Outcome: "", Attempts: 2, Stages: []Stage{{Name: stage.Plan, Status: stage.Pass}}, PRURL: "https://github.com/octo/sample/pull/2",
 		Error: "boom", QueuedBehind: 1, UpdatedAt: time.Date(2025, 1, 2, 3, 4, 5, 0, time.UTC)}
 }

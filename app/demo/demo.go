@@ -31,6 +31,7 @@ import (
 	"github.com/selfcode/selfcode/app/wire"
 	"github.com/selfcode/selfcode/handlers"
 	"github.com/selfcode/selfcode/internal/samplerepo"
+	"github.com/selfcode/selfcode/pipeline/stage"
 )
 
 //go:embed transcript.json
@@ -266,7 +267,7 @@ func deliver(ctx context.Context, url, secret string, payload []byte) (string, e
 
 // follow reports stage changes until the job is finished.
 func follow(ctx context.Context, st *store.Store, id string, onStage func(job.Stage)) (*job.Job, error) {
-	seen := map[string]string{}
+	seen := map[stage.Name]stage.Status{}
 	tick := time.NewTicker(100 * time.Millisecond)
 	defer tick.Stop()
 	for {

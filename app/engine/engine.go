@@ -10,6 +10,7 @@ import (
 	"github.com/selfcode/selfcode/app/runner"
 	"github.com/selfcode/selfcode/pipeline"
 	"github.com/selfcode/selfcode/pipeline/repoconfig"
+	"github.com/selfcode/selfcode/pipeline/stage"
 	"github.com/selfcode/selfcode/pipeline/testreport"
 	"github.com/selfcode/selfcode/pipeline/verify"
 	"github.com/selfcode/selfcode/templates"
@@ -22,8 +23,10 @@ type Engine struct {
 
 type progress struct{ t runner.Task }
 
-func (p progress) Stage(name, status, summary string) { p.t.Stage(name, status, summary) }
-func (p progress) Artifact(name string, data []byte)  { p.t.Artifact(name, data) }
+func (p progress) Stage(name stage.Name, status stage.Status, summary string) {
+	p.t.Stage(name, status, summary)
+}
+func (p progress) Artifact(name string, data []byte) { p.t.Artifact(name, data) }
 
 // Execute implements runner.Engine.
 func (e Engine) Execute(ctx context.Context, t runner.Task) (runner.Result, error) {

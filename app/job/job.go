@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/oklog/ulid/v2"
+	"github.com/selfcode/selfcode/pipeline/stage"
 )
 
 // State is where a job is in its life.
@@ -123,11 +124,11 @@ func (r Repo) FullName() string { return r.Owner + "/" + r.Name }
 
 // Stage is one step of a job's timeline.
 type Stage struct {
-	Name       string    `json:"name"`
-	Status     string    `json:"status"` // running, pass, fail, skipped
-	Summary    string    `json:"summary,omitempty"`
-	StartedAt  time.Time `json:"started_at"`
-	FinishedAt time.Time `json:"finished_at,omitempty"`
+	Name       stage.Name   `json:"name"`
+	Status     stage.Status `json:"status"`
+	Summary    string       `json:"summary,omitempty"`
+	StartedAt  time.Time    `json:"started_at"`
+	FinishedAt time.Time    `json:"finished_at,omitempty"`
 }
 
 // Publication is what has been published on GitHub for the job so far; it is

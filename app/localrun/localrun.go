@@ -16,6 +16,7 @@ import (
 	"github.com/selfcode/selfcode/app/job"
 	"github.com/selfcode/selfcode/pipeline"
 	"github.com/selfcode/selfcode/pipeline/repoconfig"
+	"github.com/selfcode/selfcode/pipeline/stage"
 	"github.com/selfcode/selfcode/pipeline/verify"
 	"github.com/selfcode/selfcode/templates"
 )
@@ -149,7 +150,7 @@ func changedFiles(ctx context.Context, dir, base string) []templates.FileChange 
 
 type logProgress struct{ log *slog.Logger }
 
-func (p logProgress) Stage(name, status, summary string) {
+func (p logProgress) Stage(name stage.Name, status stage.Status, summary string) {
 	p.log.Info("stage", "stage", name, "status", status, "summary", summary)
 }
 func (p logProgress) Artifact(name string, data []byte) {}

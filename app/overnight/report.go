@@ -12,6 +12,7 @@ import (
 	"github.com/selfcode/selfcode/app/job"
 	"github.com/selfcode/selfcode/app/store"
 	"github.com/selfcode/selfcode/pipeline"
+	"github.com/selfcode/selfcode/pipeline/stage"
 )
 
 // MorningReport is the JSON POSTed after each window (contract section 9).
@@ -37,10 +38,10 @@ type Run struct {
 
 // Step is one pipeline step of a run.
 type Step struct {
-	Step       string `json:"step"`   // plan, edit, verify, fix, publish
-	Status     string `json:"status"` // pass, fail, skipped
-	Summary    string `json:"summary"`
-	DurationMs int64  `json:"durationMs"`
+	Step       stage.Name   `json:"step"`   // plan, edit, verify, fix, publish
+	Status     stage.Status `json:"status"` // pass, fail, skipped
+	Summary    string       `json:"summary"`
+	DurationMs int64        `json:"durationMs"`
 }
 
 // Report outcomes.
@@ -50,7 +51,7 @@ const (
 	Skipped = "SKIPPED"
 )
 
-var reportSteps = []string{"plan", "edit", "verify", "fix", "publish"}
+var reportSteps = []stage.Name{stage.Plan, stage.Edit, stage.Verify, stage.Fix, stage.Publish}
 
 // Artifacts reads a job's artifacts (*store.Store does).
 type Artifacts interface {
@@ -113,7 +114,7 @@ func BuildRun(ctx context.Context, arts Artifacts, j *job.Job, moved *store.Move
 func steps(j *job.Job, moved bool) []Step {
 	out := make([]Step, 0, len(reportSteps))
 	for _, name := range reportSteps {
-		st := Step{Step: name, Status: "skipped", Summary: "not run"}
+		st := Step{Step: name, Status: stage.Skipped, Summary: "not run"}
 		if moved {
 			st.Summary = "not started: moved to the next window"
 		}
@@ -122,14 +123,14 @@ func steps(j *job.Job, moved bool) []Step {
 				continue
 			}
 			switch s.Status {
-			case "pass", "fail", "skipped":
+			case stage.Pass, stage.Fail, stage.Skipped:
 				st.Status = s.Status
-			case "running":
-				st.Status = "fail" // the job ended while it ran
+			case stage.Running:
+				st.Status = stage.Fail // the job ended while it ran
 			}
 			st.Summary = s.Summary
 			if st.Summary == "" {
-				st.Summary = st.Status
+				st.Summary = string(st.Status)
 			}
 			if !s.StartedAt.IsZero() && s.FinishedAt.After(s.StartedAt) {
 				st.DurationMs = s.FinishedAt.Sub(s.StartedAt).Milliseconds()

@@ -18,6 +18,7 @@ import (
 	"github.com/selfcode/selfcode/app/job"
 	"github.com/selfcode/selfcode/app/store"
 	"github.com/selfcode/selfcode/app/worker"
+	"github.com/selfcode/selfcode/pipeline/stage"
 	"github.com/selfcode/selfcode/pipeline/verify"
 	"github.com/selfcode/selfcode/templates"
 )
@@ -37,7 +38,7 @@ type Task struct {
 	BaseRef string
 	// Stage reports progress: name is plan, edit, verify, fix; status is
 	// running, pass, fail or skipped.
-	Stage    func(name, status, summary string)
+	Stage    func(name stage.Name, status stage.Status, summary string)
 	Artifact func(name string, data []byte)
 	Logger   *slog.Logger
 	// RepoConfig is .selfcode.yml as it is on the default branch (nil when
@@ -169,7 +170,7 @@ type run struct {
 	mu     sync.Mutex
 }
 
-var stageOrder = []string{"checkout", "plan", "edit", "verify", "fix", "publish"}
+var stageOrder = []stage.Name{stage.Checkout, stage.Plan, stage.Edit, stage.Verify, stage.Fix, stage.Publish}
 
 // Run does the job; see the package comment.
 func (r *Runner) Run(ctx context.Context, j *job.Job, rt worker.Runtime) (job.Outcome, error) {
@@ -183,10 +184,10 @@ func (r *Runner) Run(ctx context.Context, j *job.Job, rt worker.Runtime) (job.Ou
 	x.rep = templates.Report{JobID: j.ID, Repository: j.Repo.FullName(), Issue: originalIssue(j), IssueTitle: j.IssueTitle,
 		CommandWord: r.o.CommandWord, State: string(job.StateRunning)}
 	for _, name := range stageOrder {
-		if j.Kind == job.KindPlan && name != "checkout" && name != "plan" {
+		if j.Kind == job.KindPlan && name != stage.Checkout && name != stage.Plan {
 			continue
 		}
-		x.stages = append(x.stages, templates.Stage{Name: name, Status: "pending"})
+		x.stages = append(x.stages, templates.Stage{Name: name, Status: stage.Pending})
 	}
 	if err := x.pub.React(ctx, gh.ReactionEyes); err != nil {
 		log.Warn("add eyes reaction", "err", err)
@@ -213,7 +214,7 @@ func originalIssue(j *job.Job) int {
 	return j.Issue
 }
 
-func (x *run) stage(name, status, summary string) {
+func (x *run) stage(name stage.Name, status stage.Status, summary string) {
 	x.mu.Lock()
 	found := false
 	for i := range x.stages {
@@ -231,7 +232,7 @@ func (x *run) stage(name, status, summary string) {
 		for i := range j.Stages {
 			if j.Stages[i].Name == name {
 				j.Stages[i].Status, j.Stages[i].Summary = status, summary
-				if status != "running" {
+				if status != stage.Running {
 					j.Stages[i].FinishedAt = now
 				}
 				return nil
@@ -243,7 +244,7 @@ func (x *run) stage(name, status, summary string) {
 	if err != nil {
 		x.log.Warn("record stage", "stage", name, "err", err)
 	}
-	if status != "running" {
+	if status != stage.Running {
 		if err := x.progress(context.Background()); err != nil {
 			x.log.Warn("update progress comment", "stage", name, "err", err)
 		}
@@ -266,10 +267,10 @@ func (x *run) progress(ctx context.Context) error {
 func (x *run) work(ctx context.Context, client *gh.Client) (job.Outcome, error) {
 	j := x.j
 	o, name := j.Repo.Owner, j.Repo.Name
-	x.stage("checkout", "running", "")
+	x.stage(stage.Checkout, stage.Running, "")
 	repo, err := client.Repo(ctx, o, name)
 	if err != nil {
-		x.stage("checkout", "fail", "repository not accessible")
+		x.stage(stage.Checkout, stage.Fail, "repository not accessible")
 		return "", fmt.Errorf("repository %s: %w", j.Repo.FullName(), ghapp.MapError(err))
 	}
 	jr := j.Repo
@@ -299,16 +300,16 @@ func (x *run) work(ctx context.Context, client *gh.Client) (job.Outcome, error) 
 	var pr gh.PullRequest
 	if j.IsPR {
 		if pr, err = client.PullRequest(ctx, o, name, j.Issue); err != nil {
-			x.stage("checkout", "fail", "pull request not accessible")
+			x.stage(stage.Checkout, stage.Fail, "pull request not accessible")
 			return "", fmt.Errorf("pull request #%d: %w", j.Issue, ghapp.MapError(err))
 		}
 		if pr.FromFork() {
-			x.stage("checkout", "skipped", "pull request from a fork")
+			x.stage(stage.Checkout, stage.Skipped, "pull request from a fork")
 			x.rep.Summary = "This pull request comes from a fork; selfcode only pushes to branches of this repository."
 			return job.OutcomeNoChange, x.pub.Comment(ctx, x.rep.Summary)
 		}
 		if pr.State != "open" {
-			x.stage("checkout", "skipped", "pull request is closed")
+			x.stage(stage.Checkout, stage.Skipped, "pull request is closed")
 			x.rep.Summary = "This pull request is closed; selfcode does not change closed pull requests."
 			return job.OutcomeNoChange, x.pub.Comment(ctx, x.rep.Summary)
 		}
@@ -323,12 +324,12 @@ func (x *run) work(ctx context.Context, client *gh.Client) (job.Outcome, error) 
 			x.log.Warn("create queued check run", "err", err)
 		}
 	} else if expected, err = git.RemoteBranchSHA(ctx, jr, branch, token); err != nil {
-		x.stage("checkout", "fail", "could not read "+branch)
+		x.stage(stage.Checkout, stage.Fail, "could not read "+branch)
 		return "", fmt.Errorf("read %s: %w", branch, err)
 	}
 	ws, err := git.NewWorkspace(ctx, gitops.WorkspaceOptions{Repo: jr, ID: j.ID, Branch: branch, Base: start, Token: token})
 	if err != nil {
-		x.stage("checkout", "fail", "could not check out "+start)
+		x.stage(stage.Checkout, stage.Fail, "could not check out "+start)
 		return "", fmt.Errorf("check out %s: %w", start, err)
 	}
 	defer func() {
@@ -351,7 +352,7 @@ func (x *run) work(ctx context.Context, client *gh.Client) (job.Outcome, error) 
 		}
 	}
 	task.Dir, task.BaseSHA, task.BaseRef = ws.Dir, ws.BaseSHA, base
-	x.stage("checkout", "pass", fmt.Sprintf("%s at %.12s", branch, ws.BaseSHA))
+	x.stage(stage.Checkout, stage.Pass, fmt.Sprintf("%s at %.12s", branch, ws.BaseSHA))
 	if j.IsPR {
 		bws, err := git.NewWorkspace(ctx, gitops.WorkspaceOptions{Repo: jr, ID: j.ID + "-base", Branch: "selfcode/baseline", Base: pr.BaseSHA, Token: token})
 		if err != nil {
@@ -404,7 +405,7 @@ func (x *run) work(ctx context.Context, client *gh.Client) (job.Outcome, error) 
 		return job.OutcomePlanPosted, nil
 	}
 
-	x.stage("publish", "running", "")
+	x.stage(stage.Publish, stage.Running, "")
 	files, err := git.ChangedFiles(ctx, ws, ws.BaseSHA)
 	if err != nil {
 		return "", fmt.Errorf("list changed files: %w", err)
@@ -427,7 +428,7 @@ func (x *run) work(ctx context.Context, client *gh.Client) (job.Outcome, error) 
 		return "", fmt.Errorf("commit: %w", err)
 	}
 	if !changed {
-		x.stage("publish", "skipped", "no change to publish")
+		x.stage(stage.Publish, stage.Skipped, "no change to publish")
 		return job.OutcomeNoChange, nil
 	}
 	if !res.Verified && !res.DraftOnFailure {
@@ -435,24 +436,24 @@ func (x *run) work(ctx context.Context, client *gh.Client) (job.Outcome, error) 
 		if err != nil {
 			return "", fmt.Errorf("render failure report: %w", err)
 		}
-		x.stage("publish", "skipped", "not verified; draft_on_failure is off")
+		x.stage(stage.Publish, stage.Skipped, "not verified; draft_on_failure is off")
 		return unverifiedOutcome(res.Verdict), x.pub.Comment(ctx, body)
 	}
 	if fastForward {
 		err = git.PushFastForward(ctx, ws, branch, token)
 		if errors.Is(err, gitops.ErrNonFastForward) {
-			x.stage("publish", "fail", "the branch moved while the job ran")
+			x.stage(stage.Publish, stage.Fail, "the branch moved while the job ran")
 			return "", errs.E(errs.KindTransient, "the branch moved while the job ran; running again on its new head", err)
 		}
 	} else {
 		err = git.PushSelfcodeBranch(ctx, ws, branch, expected, token)
 		if errors.Is(err, gitops.ErrLeaseRejected) {
-			x.stage("publish", "fail", "the branch moved while the job ran")
+			x.stage(stage.Publish, stage.Fail, "the branch moved while the job ran")
 			return "", errs.E(errs.KindTransient, "the branch moved while the job ran; running again", err)
 		}
 	}
 	if err != nil {
-		x.stage("publish", "fail", "push failed")
+		x.stage(stage.Publish, stage.Fail, "push failed")
 		return "", fmt.Errorf("push %s: %w", branch, err)
 	}
 	iterations := x.iterations(ctx, branch)
@@ -499,7 +500,7 @@ func (x *run) work(ctx context.Context, client *gh.Client) (job.Outcome, error) 
 	} else if err := x.pub.Check(ctx, sha, "completed", conclusion, ctitle, summary); err != nil {
 		x.log.Warn("complete check run", "err", err)
 	}
-	x.stage("publish", "pass", x.j.Publication.PRURL)
+	x.stage(stage.Publish, stage.Pass, x.j.Publication.PRURL)
 	if b, err := json.Marshal(x.report()); err == nil {
 		_ = x.rt.PutArtifact(context.Background(), "report.json", b)
 	}
@@ -567,8 +568,8 @@ func (x *run) finish(outcome job.Outcome, err error) {
 		}
 	}
 	for i := range x.stages {
-		if x.stages[i].Status == "running" {
-			x.stages[i].Status = "fail"
+		if x.stages[i].Status == stage.Running {
+			x.stages[i].Status = stage.Fail
 		}
 	}
 	x.mu.Unlock()
