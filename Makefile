@@ -58,7 +58,7 @@ fuzz:
 	done
 	$(GO) test ./prompts -run XXX -fuzz FuzzData -fuzztime $(FUZZTIME)
 	$(GO) test ./templates -run XXX -fuzz FuzzFence -fuzztime $(FUZZTIME)
-	$(GO) test ./app/fakeopenai -run XXX -fuzz FuzzLoadTranscript -fuzztime $(FUZZTIME)
+	$(GO) test ./internal/fakeopenai -run XXX -fuzz FuzzLoadTranscript -fuzztime $(FUZZTIME)
 	$(GO) test ./app/llm -run XXX -fuzz FuzzParseRetryAfter -fuzztime $(FUZZTIME)
 
 bench:

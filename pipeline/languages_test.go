@@ -5,7 +5,7 @@ import (
 	"testing"
 
 	"github.com/selfcode/selfcode/app/engine"
-	"github.com/selfcode/selfcode/app/fakeopenai"
+	"github.com/selfcode/selfcode/internal/fakeopenai"
 	"github.com/selfcode/selfcode/pipeline/verify"
 )
 

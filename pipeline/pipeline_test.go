@@ -13,9 +13,9 @@ import (
 	"time"
 
 	"github.com/selfcode/selfcode/app/engine"
-	"github.com/selfcode/selfcode/app/fakeopenai"
 	"github.com/selfcode/selfcode/app/llm"
 	"github.com/selfcode/selfcode/internal/dockertest"
+	"github.com/selfcode/selfcode/internal/fakeopenai"
 	"github.com/selfcode/selfcode/internal/samplerepo"
 	"github.com/selfcode/selfcode/pipeline"
 	"github.com/selfcode/selfcode/pipeline/chat"

@@ -22,14 +22,14 @@ import (
 
 	"github.com/selfcode/selfcode/app/config"
 	"github.com/selfcode/selfcode/app/engine"
-	"github.com/selfcode/selfcode/app/fakegithub"
-	"github.com/selfcode/selfcode/app/fakeopenai"
 	"github.com/selfcode/selfcode/app/job"
 	"github.com/selfcode/selfcode/app/metrics"
 	"github.com/selfcode/selfcode/app/server"
 	"github.com/selfcode/selfcode/app/store"
 	"github.com/selfcode/selfcode/app/wire"
 	"github.com/selfcode/selfcode/handlers"
+	"github.com/selfcode/selfcode/internal/fakegithub"
+	"github.com/selfcode/selfcode/internal/fakeopenai"
 	"github.com/selfcode/selfcode/internal/samplerepo"
 	"github.com/selfcode/selfcode/pipeline/stage"
 )

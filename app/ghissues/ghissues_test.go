@@ -6,9 +6,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/selfcode/selfcode/app/fakegithub"
 	gh "github.com/selfcode/selfcode/app/github"
 	"github.com/selfcode/selfcode/app/job"
+	"github.com/selfcode/selfcode/internal/fakegithub"
 )
 
 func TestCommentAndSwapLabel(t *testing.T) {

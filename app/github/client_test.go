@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/selfcode/selfcode/app/fakegithub"
+	"github.com/selfcode/selfcode/internal/fakegithub"
 )
 
 func TestRepoIssueAndComments(t *testing.T) {

@@ -15,8 +15,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/selfcode/selfcode/app/fakegithub"
 	"github.com/selfcode/selfcode/internal/ctxsleep"
+	"github.com/selfcode/selfcode/internal/fakegithub"
 )
 
 var testKey = sync.OnceValue(func() []byte {

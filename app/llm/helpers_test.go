@@ -8,8 +8,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/selfcode/selfcode/app/fakeopenai"
 	"github.com/selfcode/selfcode/app/llm"
+	"github.com/selfcode/selfcode/internal/fakeopenai"
 	"github.com/selfcode/selfcode/pipeline/chat"
 )
 

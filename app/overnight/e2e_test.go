@@ -19,14 +19,14 @@ import (
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
 	"github.com/selfcode/selfcode/app/config"
-	"github.com/selfcode/selfcode/app/fakegithub"
-	"github.com/selfcode/selfcode/app/fakeopenai"
 	gh "github.com/selfcode/selfcode/app/github"
 	"github.com/selfcode/selfcode/app/job"
 	"github.com/selfcode/selfcode/app/overnight"
 	"github.com/selfcode/selfcode/app/runner"
 	"github.com/selfcode/selfcode/app/server"
 	"github.com/selfcode/selfcode/app/wire"
+	"github.com/selfcode/selfcode/internal/fakegithub"
+	"github.com/selfcode/selfcode/internal/fakeopenai"
 	"github.com/selfcode/selfcode/internal/fixtures"
 	"github.com/selfcode/selfcode/templates"
 )

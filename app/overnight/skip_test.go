@@ -7,9 +7,9 @@ import (
 	"time"
 
 	"github.com/selfcode/selfcode/app/engine"
-	"github.com/selfcode/selfcode/app/fakeopenai"
 	"github.com/selfcode/selfcode/app/job"
 	"github.com/selfcode/selfcode/app/llm"
+	"github.com/selfcode/selfcode/internal/fakeopenai"
 	"github.com/selfcode/selfcode/pipeline"
 	"github.com/selfcode/selfcode/pipeline/chat"
 	"github.com/selfcode/selfcode/prompts"

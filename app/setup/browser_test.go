@@ -10,9 +10,9 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/selfcode/selfcode/app/config"
-	"github.com/selfcode/selfcode/app/fakegithub"
 	"github.com/selfcode/selfcode/app/github"
 	"github.com/selfcode/selfcode/internal/browsertest"
+	"github.com/selfcode/selfcode/internal/fakegithub"
 )
 
 // TestSetupInBrowser clicks through the manifest flow in headless Chromium:

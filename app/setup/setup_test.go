@@ -17,8 +17,8 @@ import (
 	"time"
 
 	"github.com/selfcode/selfcode/app/config"
-	"github.com/selfcode/selfcode/app/fakegithub"
 	"github.com/selfcode/selfcode/app/github"
+	"github.com/selfcode/selfcode/internal/fakegithub"
 )
 
 func appYML(t *testing.T) []byte {

@@ -16,11 +16,11 @@ import (
 	"time"
 
 	"github.com/selfcode/selfcode/app/config"
-	"github.com/selfcode/selfcode/app/fakegithub"
 	gh "github.com/selfcode/selfcode/app/github"
 	"github.com/selfcode/selfcode/app/job"
 	"github.com/selfcode/selfcode/app/runner"
 	"github.com/selfcode/selfcode/app/server"
+	"github.com/selfcode/selfcode/internal/fakegithub"
 	"github.com/selfcode/selfcode/internal/fixtures"
 	"github.com/selfcode/selfcode/templates"
 )

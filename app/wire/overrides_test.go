@@ -10,7 +10,7 @@ import (
 
 	"github.com/selfcode/selfcode/app/config"
 	"github.com/selfcode/selfcode/app/engine"
-	"github.com/selfcode/selfcode/app/fakegithub"
+	"github.com/selfcode/selfcode/internal/fakegithub"
 )
 
 // SELFCODE_PROMPTS_DIR and SELFCODE_TEMPLATES_DIR reach the prompts and the

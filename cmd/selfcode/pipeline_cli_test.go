@@ -8,8 +8,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/selfcode/selfcode/app/fakeopenai"
 	"github.com/selfcode/selfcode/internal/dockertest"
+	"github.com/selfcode/selfcode/internal/fakeopenai"
 	"github.com/selfcode/selfcode/internal/samplerepo"
 )
 

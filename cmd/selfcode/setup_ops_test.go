@@ -18,7 +18,7 @@ import (
 	"time"
 
 	"github.com/selfcode/selfcode/app/config"
-	"github.com/selfcode/selfcode/app/fakegithub"
+	"github.com/selfcode/selfcode/internal/fakegithub"
 	"github.com/selfcode/selfcode/internal/fixtures"
 )
 

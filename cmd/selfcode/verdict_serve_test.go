@@ -11,9 +11,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/selfcode/selfcode/app/fakegithub"
-	"github.com/selfcode/selfcode/app/fakeopenai"
 	"github.com/selfcode/selfcode/internal/dockertest"
+	"github.com/selfcode/selfcode/internal/fakegithub"
+	"github.com/selfcode/selfcode/internal/fakeopenai"
 	"github.com/selfcode/selfcode/internal/fixtures"
 )
 

@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"log"
 
-	"github.com/selfcode/selfcode/app/fakegithub"
+	"github.com/selfcode/selfcode/internal/fakegithub"
 )
 
 // A typical end-to-end setup: an installation, a repository with a file, an issue,

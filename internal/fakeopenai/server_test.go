@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/selfcode/selfcode/app/fakeopenai"
+	"github.com/selfcode/selfcode/internal/fakeopenai"
 )
 
 func start(t *testing.T, opts fakeopenai.Options) *fakeopenai.Server {

@@ -4,8 +4,8 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/selfcode/selfcode/app/fakeopenai"
 	"github.com/selfcode/selfcode/app/llm"
+	"github.com/selfcode/selfcode/internal/fakeopenai"
 	"github.com/selfcode/selfcode/pipeline/chat"
 )
 
