@@ -28,6 +28,7 @@ import (
 	"github.com/selfcode/selfcode/internal/fakegithub"
 	"github.com/selfcode/selfcode/internal/fakeopenai"
 	"github.com/selfcode/selfcode/internal/fixtures"
+	"github.com/selfcode/selfcode/internal/poll"
 	"github.com/selfcode/selfcode/templates"
 )
 
@@ -314,15 +315,7 @@ func (h *harness) job(id string) *job.Job {
 // eventually polls (bounded) until cond holds.
 func (h *harness) eventually(what string, cond func() bool) {
 	h.t.Helper()
-	deadline := time.Now().Add(60 * time.Second)
-	tick := time.NewTicker(10 * time.Millisecond)
-	defer tick.Stop()
-	for !cond() {
-		if time.Now().After(deadline) {
-			h.t.Fatalf("timed out waiting for %s\nlogs:\n%s", what, h.logText())
-		}
-		<-tick.C
-	}
+	poll.Until(h.t, what, 60*time.Second, cond, func() string { return "logs:\n" + h.logText() })
 }
 
 func (h *harness) admin(method, path, body string) (int, []byte) {

@@ -22,6 +22,7 @@ import (
 	"github.com/selfcode/selfcode/app/server"
 	"github.com/selfcode/selfcode/internal/fakegithub"
 	"github.com/selfcode/selfcode/internal/fixtures"
+	"github.com/selfcode/selfcode/internal/poll"
 	"github.com/selfcode/selfcode/templates"
 )
 
@@ -190,19 +191,13 @@ func (e *env) deliver(event, id string, body []byte) (int, map[string]any) {
 // wait polls (bounded) until the job is finished.
 func (e *env) wait(id string) *job.Job {
 	e.t.Helper()
-	deadline := time.Now().Add(60 * time.Second)
-	tick := time.NewTicker(20 * time.Millisecond)
-	defer tick.Stop()
-	for {
-		j, err := e.srv.Store.Get(context.Background(), id)
-		if err == nil && j.State.Terminal() {
-			return j
-		}
-		if time.Now().After(deadline) {
-			e.t.Fatalf("job %s did not finish (state %v)\nlogs:\n%s", id, j.State, e.logs.String())
-		}
-		<-tick.C
-	}
+	var j *job.Job
+	poll.Until(e.t, "job "+id+" to finish", 60*time.Second, func() bool {
+		got, err := e.srv.Store.Get(context.Background(), id)
+		j = got
+		return err == nil && got.State.Terminal()
+	}, func() string { return "logs:\n" + e.logs.String() })
+	return j
 }
 
 func (e *env) progressComments(issue int) []fakegithub.Comment {
@@ -463,19 +458,10 @@ func TestCheckRunRerequestedRetriesTheJob(t *testing.T) {
 		t.Fatalf("rerequested: %d %v", code, out)
 	}
 	e.wait(out["job_id"].(string))
-	deadline := time.Now().Add(30 * time.Second)
-	tick := time.NewTicker(20 * time.Millisecond)
-	defer tick.Stop()
-	for {
+	poll.Until(t, "the re-run to push again", 30*time.Second, func() bool {
 		greet, _ := e.fake.FileAt(owner, repoName, fmt.Sprintf("selfcode/issue-%d", issue), "greet.go")
-		if strings.Contains(greet, "Hello, world (2)") {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("Re-run did not run the job again\n%s", e.logs.String())
-		}
-		<-tick.C
-	}
+		return strings.Contains(greet, "Hello, world (2)")
+	}, func() string { return e.logs.String() })
 	if j = e.wait(j.ID); j.State != job.StateSucceeded || j.Outcome != job.OutcomePRUpdated {
 		t.Fatalf("re-run %s %s", j.State, j.Outcome)
 	}

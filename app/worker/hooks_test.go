@@ -10,6 +10,7 @@ import (
 	"github.com/selfcode/selfcode/app/errs"
 	"github.com/selfcode/selfcode/app/job"
 	"github.com/selfcode/selfcode/app/store"
+	"github.com/selfcode/selfcode/internal/poll"
 )
 
 func TestRunnerSkipEndsCanceledWithTheReason(t *testing.T) {
@@ -76,21 +77,13 @@ func TestAdmitDefersWithoutStarting(t *testing.T) {
 	admit = false
 	mu.Unlock()
 	id := e.submit(t, 1, "maint")
-	deadline := time.Now().Add(10 * time.Second)
-	tick := time.NewTicker(10 * time.Millisecond)
-	defer tick.Stop()
-	for {
-		j, _ := e.st.Get(context.Background(), id)
-		if j.State == job.StateQueued && j.ScheduledFor.Equal(until.UTC()) {
-			if j.Attempts != 0 || j.Reason != "daily token budget used up" {
-				t.Fatalf("deferred job %+v", j)
-			}
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("job not deferred: %+v", j)
-		}
-		<-tick.C
+	var j *job.Job
+	poll.Until(t, "the job to be deferred", 10*time.Second, func() bool {
+		j, _ = e.st.Get(context.Background(), id)
+		return j.State == job.StateQueued && j.ScheduledFor.Equal(until.UTC())
+	})
+	if j.Attempts != 0 || j.Reason != "daily token budget used up" {
+		t.Fatalf("deferred job %+v", j)
 	}
 	mu.Lock()
 	if ran != 0 {

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/selfcode/selfcode/app/store"
+	"github.com/selfcode/selfcode/internal/poll"
 )
 
 // storedIDs opens a store file (no server may hold it) and lists its jobs.
@@ -124,7 +125,7 @@ func TestBackupWhileServingAndRestore(t *testing.T) {
 	}
 
 	// More deliveries after the copy, so the restore can be told apart.
-	waitFor(t, "deliveries after the backup", 60*time.Second, func() bool {
+	poll.Until(t, "deliveries after the backup", 60*time.Second, func() bool {
 		mu.Lock()
 		defer mu.Unlock()
 		return len(accepted) >= duringOrAfter+5

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/selfcode/selfcode/internal/fixtures"
+	"github.com/selfcode/selfcode/internal/poll"
 )
 
 const testSecret = "process-test-secret"
@@ -196,20 +197,6 @@ func (p *proc) allJobs(t *testing.T) []apiJob {
 	return nil
 }
 
-// waitFor polls cond (bounded) until it holds.
-func waitFor(t *testing.T, what string, limit time.Duration, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(limit)
-	tick := time.NewTicker(20 * time.Millisecond)
-	defer tick.Stop()
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		<-tick.C
-	}
-}
-
 func commandPayload(t *testing.T, issue int, text string) []byte {
 	t.Helper()
 	b, err := fixtures.Payload("issue_comment.created.with-installation.json")
@@ -242,7 +229,7 @@ func TestCrashRestartFinishesEveryJobOnce(t *testing.T) {
 		ids[out["job_id"].(string)] = true
 	}
 	// Two jobs are leased and blocked at the gate.
-	waitFor(t, "two leased jobs", 20*time.Second, func() bool {
+	poll.Until(t, "two leased jobs", 20*time.Second, func() bool {
 		return strings.Count(strings.Join(readLines(p.runs), "\n"), "start ") >= 2
 	})
 	p.kill()
@@ -258,7 +245,7 @@ func TestCrashRestartFinishesEveryJobOnce(t *testing.T) {
 			t.Fatalf("redelivery %d after restart: %d %v", i, code, out)
 		}
 	}
-	waitFor(t, "every job to finish", 30*time.Second, func() bool {
+	poll.Until(t, "every job to finish", 30*time.Second, func() bool {
 		for _, j := range p.allJobs(t) {
 			if j.State != "succeeded" {
 				return false

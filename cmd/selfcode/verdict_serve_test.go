@@ -15,6 +15,7 @@ import (
 	"github.com/selfcode/selfcode/internal/fakegithub"
 	"github.com/selfcode/selfcode/internal/fakeopenai"
 	"github.com/selfcode/selfcode/internal/fixtures"
+	"github.com/selfcode/selfcode/internal/poll"
 )
 
 // The two cases issue 12 opened with, through `selfcode serve`, the
@@ -104,7 +105,7 @@ func (c *serveCase) trigger(t *testing.T, text string) {
 func (c *serveCase) finished(t *testing.T) apiJob {
 	t.Helper()
 	var j apiJob
-	waitFor(t, "the job to finish", 4*time.Minute, func() bool {
+	poll.Until(t, "the job to finish", 4*time.Minute, func() bool {
 		jobs := c.proc.allJobs(t)
 		if len(jobs) == 1 && (jobs[0].State == "succeeded" || jobs[0].State == "failed" || jobs[0].State == "canceled") {
 			j = jobs[0]
