@@ -22,7 +22,7 @@ import (
 	"github.com/selfcode/selfcode/prompts"
 )
 
-// Issues comments on a job's issue and swaps its labels (ghissues.Issues
+// Issues comments on a job's issue and swaps its labels (ghapp.Issues
 // does, over GitHub).
 type Issues interface {
 	Comment(ctx context.Context, j *job.Job, body string) error

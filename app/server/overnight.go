@@ -5,7 +5,7 @@ import (
 	"time"
 
 	"github.com/selfcode/selfcode/app/budget"
-	"github.com/selfcode/selfcode/app/ghissues"
+	"github.com/selfcode/selfcode/app/ghapp"
 	"github.com/selfcode/selfcode/app/job"
 	"github.com/selfcode/selfcode/app/llm"
 	"github.com/selfcode/selfcode/app/overnight"
@@ -26,7 +26,7 @@ func (s *Server) overnight(deps Deps, windows overnight.Windows, o Options) (job
 		budget.Commenter
 	}
 	if deps.GitHub != nil {
-		issues = ghissues.Issues{Clients: deps.GitHub}
+		issues = ghapp.Issues{Clients: deps.GitHub}
 	} else {
 		s.log.Warn("no GitHub client for overnight outcomes and budget notices; issues will not be commented or relabelled")
 	}

@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/selfcode/selfcode/app/config"
-	"github.com/selfcode/selfcode/app/ghissues"
+	"github.com/selfcode/selfcode/app/ghapp"
 	"github.com/selfcode/selfcode/app/intake"
 	"github.com/selfcode/selfcode/app/metrics"
 	"github.com/selfcode/selfcode/app/overnight"
@@ -37,7 +37,7 @@ type Deps struct {
 	OnStart func(ctx context.Context, st *store.Store, instance string) error
 	// GitHub, when set, is used to comment on and relabel issues after
 	// overnight jobs and when the daily token budget holds a job back.
-	GitHub ghissues.Clients
+	GitHub ghapp.Clients
 	// Reporter writes the morning report's narrative; nil: a client for the
 	// configured endpoint and reporter model.
 	Reporter chat.Model

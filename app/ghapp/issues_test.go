@@ -1,4 +1,4 @@
-package ghissues
+package ghapp
 
 import (
 	"context"

@@ -1,18 +1,12 @@
-package ghissues
+package ghapp
 
 import (
 	"context"
 	"fmt"
 
-	"github.com/selfcode/selfcode/app/ghapp"
 	gh "github.com/selfcode/selfcode/app/github"
 	"github.com/selfcode/selfcode/app/job"
 )
-
-// Clients yields an installation's API client (*github.Factory does).
-type Clients interface {
-	Installation(ctx context.Context, id int64) (*gh.Client, error)
-}
 
 // Issues comments on and relabels a job's issue.
 type Issues struct {
@@ -23,10 +17,10 @@ type Issues struct {
 func (i Issues) Comment(ctx context.Context, j *job.Job, body string) error {
 	c, err := i.Clients.Installation(ctx, j.InstallationID)
 	if err != nil {
-		return fmt.Errorf("installation client: %w", ghapp.MapError(err))
+		return fmt.Errorf("installation client: %w", MapError(err))
 	}
 	if _, err := c.CreateIssueComment(ctx, j.Repo.Owner, j.Repo.Name, j.Issue, body); err != nil {
-		return fmt.Errorf("comment on %s#%d: %w", j.Repo.FullName(), j.Issue, ghapp.MapError(err))
+		return fmt.Errorf("comment on %s#%d: %w", j.Repo.FullName(), j.Issue, MapError(err))
 	}
 	return nil
 }
@@ -36,16 +30,16 @@ func (i Issues) Comment(ctx context.Context, j *job.Job, body string) error {
 func (i Issues) SwapLabel(ctx context.Context, j *job.Job, remove, add string) error {
 	c, err := i.Clients.Installation(ctx, j.InstallationID)
 	if err != nil {
-		return fmt.Errorf("installation client: %w", ghapp.MapError(err))
+		return fmt.Errorf("installation client: %w", MapError(err))
 	}
 	if add != "" {
 		if err := c.AddLabels(ctx, j.Repo.Owner, j.Repo.Name, j.Issue, add); err != nil {
-			return fmt.Errorf("label %s#%d %q: %w", j.Repo.FullName(), j.Issue, add, ghapp.MapError(err))
+			return fmt.Errorf("label %s#%d %q: %w", j.Repo.FullName(), j.Issue, add, MapError(err))
 		}
 	}
 	if remove != "" {
 		if err := c.RemoveLabel(ctx, j.Repo.Owner, j.Repo.Name, j.Issue, remove); err != nil && !gh.IsNotFound(err) {
-			return fmt.Errorf("unlabel %s#%d %q: %w", j.Repo.FullName(), j.Issue, remove, ghapp.MapError(err))
+			return fmt.Errorf("unlabel %s#%d %q: %w", j.Repo.FullName(), j.Issue, remove, MapError(err))
 		}
 	}
 	return nil
