@@ -21,13 +21,11 @@ import (
 	gogh "github.com/google/go-github/v60/github"
 
 	"github.com/selfcode/selfcode/app/config"
-	"github.com/selfcode/selfcode/app/engine"
 	"github.com/selfcode/selfcode/app/job"
 	"github.com/selfcode/selfcode/app/metrics"
 	"github.com/selfcode/selfcode/app/server"
 	"github.com/selfcode/selfcode/app/store"
 	"github.com/selfcode/selfcode/app/wire"
-	"github.com/selfcode/selfcode/handlers"
 	"github.com/selfcode/selfcode/internal/fakegithub"
 	"github.com/selfcode/selfcode/internal/fakeopenai"
 	"github.com/selfcode/selfcode/internal/samplerepo"
@@ -147,16 +145,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	cfg.Workers, cfg.Enabled = 1, true
 	srv, err := server.New(ctx, server.Options{Config: &cfg, Logger: log,
 		Deps: func(ctx context.Context, st *store.Store, m *metrics.Metrics, instance string) (server.Deps, error) {
-			sb, ready, err := wire.Sandbox(ctx, &cfg, instance, log)
-			if err != nil {
-				return server.Deps{}, err
-			}
-			p, err := wire.Pipeline(wire.PipelineOptions{Config: &cfg, Logger: log, Metrics: m, Sandbox: sb})
-			if err != nil {
-				return server.Deps{}, err
-			}
-			return wire.GitHub(wire.Options{Config: &cfg, Logger: log, Engine: engine.Engine{Pipeline: p},
-				Ready: []handlers.ReadyCheck{ready}})(ctx, st, m, instance)
+			return wire.Deps(ctx, &cfg, log, st, m, instance) // exactly what serve builds, on the demo's configuration
 		}})
 	if err != nil {
 		return nil, err

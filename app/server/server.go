@@ -32,14 +32,11 @@ type Deps struct {
 	// worker pool then needs no Runner, Permissions or Notifier).
 	Hold  string
 	Ready []handlers.ReadyCheck
-	// OnStart runs after the store is open and before workers start (e.g. to
-	// reap sandbox containers a crash left).
-	OnStart func(ctx context.Context, st *store.Store, instance string) error
 	// GitHub, when set, is used to comment on and relabel issues after
 	// overnight jobs and when the daily token budget holds a job back.
 	GitHub ghapp.Clients
-	// Reporter writes the morning report's narrative; nil: a client for the
-	// configured endpoint and reporter model.
+	// Reporter writes the morning report's narrative: the one model client
+	// the pipeline uses too; nil: a client for the configured endpoint.
 	Reporter chat.Model
 }
 
@@ -106,11 +103,7 @@ func New(ctx context.Context, o Options) (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("build dependencies: %w", err)
 	}
-	if deps.OnStart != nil {
-		if err := deps.OnStart(ctx, st, s.Instance); err != nil {
-			return nil, err
-		}
-	}
+
 	windows := overnight.Windows{Schedule: cfg.Schedule(), Length: cfg.OvernightWindow}
 	router := intake.New(intake.Options{
 		CommandWord: cfg.Command, Label: cfg.Label, OvernightLabel: cfg.OvernightLabel,

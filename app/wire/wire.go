@@ -16,6 +16,7 @@ import (
 	"github.com/selfcode/selfcode/app/server"
 	"github.com/selfcode/selfcode/app/store"
 	"github.com/selfcode/selfcode/handlers"
+	"github.com/selfcode/selfcode/pipeline/chat"
 	"github.com/selfcode/selfcode/templates"
 )
 
@@ -27,8 +28,9 @@ type Options struct {
 	Engine runner.Engine
 	// Ready adds readiness checks (e.g. the Docker engine).
 	Ready []handlers.ReadyCheck
-	// OnStart runs before workers start (e.g. reaping sandbox containers).
-	OnStart func(ctx context.Context, st *store.Store, instance string) error
+	// Model is the one model client (the pipeline's); it also writes the
+	// morning report's narrative. nil: the server builds one.
+	Model chat.Model
 	// GitHub overrides the client factory options (tests shorten backoffs).
 	GitHub func(*gh.Options)
 }
@@ -88,9 +90,9 @@ func GitHub(o Options) func(ctx context.Context, st *store.Store, m *metrics.Met
 			Permissions: ghapp.Permissions{Source: gh.NewPermissionChecker(gh.PermissionCheckerOptions{Clients: factory}), BotLogin: botLogin},
 			Notifier: ghapp.NewNotifier(ghapp.NotifierOptions{Clients: factory, Templates: tm, CommandWord: cfg.Command,
 				Label: cfg.Label, OvernightLabel: cfg.OvernightLabel, Logger: log}),
-			Ready:   o.Ready,
-			OnStart: o.OnStart,
-			GitHub:  factory, // issue 6: overnight outcome comments, label swaps, budget notices
+			Ready:    o.Ready,
+			GitHub:   factory, // overnight outcome comments, label swaps, budget notices
+			Reporter: o.Model,
 		}, nil
 	}
 }
