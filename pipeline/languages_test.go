@@ -4,9 +4,10 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/selfcode/selfcode/app/engine"
+	"github.com/selfcode/selfcode/app/report"
 	"github.com/selfcode/selfcode/internal/fakeopenai"
 	"github.com/selfcode/selfcode/pipeline/verify"
+	"github.com/selfcode/selfcode/templates"
 )
 
 // Python and JavaScript repositories go through the real pipeline in the
@@ -210,7 +211,8 @@ func TestLanguagesVerifiedTestByTest(t *testing.T) {
 				t.Errorf("no test command ran: %+v", last.Commands)
 			}
 			// The report shows tests, not just exit codes.
-			rep := engine.Report(out, h.cfg)
+			var rep templates.Report
+			report.Fill(&rep, out, h.cfg)
 			if rep.Verdict != string(tt.verdict) {
 				t.Errorf("report verdict %q", rep.Verdict)
 			}

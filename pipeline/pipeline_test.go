@@ -12,8 +12,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/selfcode/selfcode/app/engine"
 	"github.com/selfcode/selfcode/app/llm"
+	"github.com/selfcode/selfcode/app/report"
+	"github.com/selfcode/selfcode/app/sandbox"
 	"github.com/selfcode/selfcode/internal/dockertest"
 	"github.com/selfcode/selfcode/internal/fakeopenai"
 	"github.com/selfcode/selfcode/internal/samplerepo"
@@ -23,6 +24,7 @@ import (
 	"github.com/selfcode/selfcode/pipeline/stage"
 	"github.com/selfcode/selfcode/pipeline/verify"
 	"github.com/selfcode/selfcode/prompts"
+	"github.com/selfcode/selfcode/templates"
 )
 
 // sample is the repository with a real bug: Greet ends with "." but its
@@ -149,7 +151,7 @@ func newHarness(t *testing.T, files map[string]string, cfgYAML string, script ..
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, err := pipeline.New(pipeline.Options{Model: client, Prompts: ps, Sandbox: engine.Sandbox{Manager: m}, Baseline: baselines})
+	p, err := pipeline.New(pipeline.Options{Model: client, Prompts: ps, Sandbox: sandbox.Backend{Manager: m}, Baseline: baselines})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -235,7 +237,8 @@ func TestHappyPath(t *testing.T) {
 	if out.Base == nil || out.Base.Passed || out.Comparison == nil || len(out.Comparison.Fixed) == 0 {
 		t.Fatalf("base %+v comparison %+v", out.Base, out.Comparison)
 	}
-	rep := engine.Report(out, h.cfg)
+	var rep templates.Report
+	report.Fill(&rep, out, h.cfg)
 	if len(rep.Verification) != 3 || !rep.Verification[2].Passed || rep.Tokens.Total == 0 || rep.Tokens.ByPhase["planner"] == 0 {
 		t.Fatalf("report rows %+v tokens %+v", rep.Verification, rep.Tokens)
 	}
@@ -362,7 +365,8 @@ func TestFixLoop(t *testing.T) {
 		if out.Verified || out.FixAttempts != 1 {
 			t.Fatalf("verified %v fixes %d", out.Verified, out.FixAttempts)
 		}
-		rep := engine.Report(out, h.cfg)
+		var rep templates.Report
+		report.Fill(&rep, out, h.cfg)
 		if !strings.Contains(rep.Logs, "undefinedThing") {
 			t.Fatalf("failure report lacks the error:\n%s", rep.Logs)
 		}
@@ -385,7 +389,8 @@ func TestFixLoop(t *testing.T) {
 		if !out.Verified || len(out.Comparison.PreExisting) == 0 {
 			t.Fatalf("verified %v comparison %+v", out.Verified, out.Comparison)
 		}
-		rep := engine.Report(out, h.cfg)
+		var rep templates.Report
+		report.Fill(&rep, out, h.cfg)
 		if !strings.Contains(rep.Verification[2].Baseline, "also failed") {
 			t.Fatalf("report does not say the failure is pre-existing: %+v", rep.Verification)
 		}

@@ -232,6 +232,12 @@ func (c *Config) ValidateServe() error {
 	return nil
 }
 
+// HasAppCredentials reports whether the GitHub App is configured: an App id
+// and a private key (its text or a path).
+func (c *Config) HasAppCredentials() bool {
+	return c.AppID != 0 && (c.PrivateKey != "" || c.PrivateKeyPath != "")
+}
+
 // PrivateKeyPEM returns the GitHub App private key: SELFCODE_PRIVATE_KEY's
 // text (a literal `\n` stands for a newline when the text has none), or the
 // contents of SELFCODE_PRIVATE_KEY_PATH. It checks that the result is PEM;

@@ -22,10 +22,8 @@ import (
 
 	"github.com/selfcode/selfcode/app/config"
 	"github.com/selfcode/selfcode/app/job"
-	"github.com/selfcode/selfcode/app/metrics"
 	"github.com/selfcode/selfcode/app/server"
 	"github.com/selfcode/selfcode/app/store"
-	"github.com/selfcode/selfcode/app/wire"
 	"github.com/selfcode/selfcode/internal/fakegithub"
 	"github.com/selfcode/selfcode/internal/fakeopenai"
 	"github.com/selfcode/selfcode/internal/samplerepo"
@@ -143,10 +141,8 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	cfg.DataDir, cfg.Addr, cfg.AdminAddr, cfg.WebhookSecret = dataDir, "127.0.0.1:0", "127.0.0.1:0", secret
 	cfg.AppID, cfg.PrivateKey, cfg.PrivateKeyPath, cfg.GitHubAPIURL = fake.AppID(), string(fake.PrivateKeyPEM()), "", fake.URL()
 	cfg.Workers, cfg.Enabled = 1, true
-	srv, err := server.New(ctx, server.Options{Config: &cfg, Logger: log,
-		Deps: func(ctx context.Context, st *store.Store, m *metrics.Metrics, instance string) (server.Deps, error) {
-			return wire.Deps(ctx, &cfg, log, st, m, instance) // exactly what serve builds, on the demo's configuration
-		}})
+	// Exactly what serve builds, on the demo's configuration.
+	srv, err := server.New(ctx, server.Options{Config: &cfg, Logger: log})
 	if err != nil {
 		return nil, err
 	}

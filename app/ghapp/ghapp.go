@@ -43,14 +43,15 @@ func (p Permissions) Allowed(ctx context.Context, j *job.Job) (bool, string, err
 	}
 	perm, err := p.Source.Check(ctx, j.InstallationID, j.Repo.Owner, j.Repo.Name, sender)
 	if err != nil {
-		return false, "", mapError(err)
+		return false, "", MapError(err)
 	}
 	return perm.Allowed(), string(perm), nil
 }
 
-// mapError turns GitHub client errors into the job error kinds the worker
-// understands: transient failures are retried, the rest fail the job.
-func mapError(err error) error {
+// MapError turns GitHub client errors into the job error kinds the worker
+// understands: transient failures are retried, the rest fail the job. It
+// is the one place a GitHub error becomes a job outcome.
+func MapError(err error) error {
 	switch {
 	case err == nil:
 		return nil
@@ -63,9 +64,6 @@ func mapError(err error) error {
 	}
 	return err
 }
-
-// MapError is mapError for other packages that call GitHub.
-func MapError(err error) error { return mapError(err) }
 
 // NotifierOptions configures a Notifier.
 type NotifierOptions struct {
@@ -108,7 +106,7 @@ func (n *Notifier) Denied(ctx context.Context, j *job.Job, perm string) error {
 func (n *Notifier) Control(ctx context.Context, j *job.Job, r worker.ControlReply) error {
 	c, err := n.o.Clients.Installation(ctx, j.InstallationID)
 	if err != nil {
-		return mapError(err)
+		return MapError(err)
 	}
 	if j.Trigger.CommentID != 0 && j.Trigger.Source == job.SourceIssueComment {
 		if err := c.ReactToIssueComment(ctx, j.Repo.Owner, j.Repo.Name, j.Trigger.CommentID, "eyes"); err != nil {
@@ -145,18 +143,18 @@ func (n *Notifier) Control(ctx context.Context, j *job.Job, r worker.ControlRepl
 		return fmt.Errorf("render %s reply: %w", r.Verb, err)
 	}
 	_, err = c.CreateIssueComment(ctx, j.Repo.Owner, j.Repo.Name, j.Issue, body)
-	return mapError(err)
+	return MapError(err)
 }
 
 func (n *Notifier) reply(ctx context.Context, j *job.Job, body string) error {
 	c, err := n.o.Clients.Installation(ctx, j.InstallationID)
 	if err != nil {
-		return mapError(err)
+		return MapError(err)
 	}
 	if j.Trigger.Source == job.SourceReviewComment && j.Trigger.CommentID != 0 {
 		_, err = c.ReplyToReviewComment(ctx, j.Repo.Owner, j.Repo.Name, j.Issue, j.Trigger.CommentID, body)
-		return mapError(err)
+		return MapError(err)
 	}
 	_, err = c.CreateIssueComment(ctx, j.Repo.Owner, j.Repo.Name, j.Issue, body)
-	return mapError(err)
+	return MapError(err)
 }

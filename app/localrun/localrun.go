@@ -11,9 +11,9 @@ import (
 	"strings"
 	"time"
 
-	"github.com/selfcode/selfcode/app/engine"
 	"github.com/selfcode/selfcode/app/errs"
 	"github.com/selfcode/selfcode/app/job"
+	"github.com/selfcode/selfcode/app/report"
 	"github.com/selfcode/selfcode/pipeline"
 	"github.com/selfcode/selfcode/pipeline/repoconfig"
 	"github.com/selfcode/selfcode/pipeline/stage"
@@ -92,12 +92,12 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	if out == nil {
 		return nil, runErr
 	}
-	rep := engine.Report(out, cfg)
-	rep.JobID, rep.Repository, rep.IssueTitle, rep.Branch = id, filepath.Base(top), title, branch
-	rep.State, rep.Outcome = "succeeded", "no_change"
+	rep := templates.Report{JobID: id, Repository: filepath.Base(top), IssueTitle: title, Branch: branch,
+		State: string(job.StateSucceeded), Outcome: string(job.OutcomeNoChange)}
+	report.Fill(&rep, out, cfg)
 	res := &Result{Verified: out.Verified && runErr == nil, JobID: id}
 	if runErr != nil {
-		rep.State, rep.Outcome, rep.Error = "failed", "error", runErr.Error()
+		rep.State, rep.Outcome, rep.Error = string(job.StateFailed), string(job.OutcomeError), runErr.Error()
 	}
 	if runErr == nil && len(out.Changed) > 0 {
 		if _, err := git(ctx, src, "add", "-A"); err != nil {
@@ -112,11 +112,11 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 			return nil, fmt.Errorf("bring branch %s into %s: %w", branch, top, err)
 		}
 		res.Branch = branch
-		rep.Outcome = "pr_opened"
+		rep.Outcome = string(job.OutcomePROpened)
 		if !out.Verified {
-			rep.State, rep.Outcome, rep.Draft = "failed", "verification_failed", true
+			rep.State, rep.Outcome, rep.Draft = string(job.StateFailed), string(job.OutcomeVerificationFailed), true
 			if out.Verdict == verify.Unverified {
-				rep.Outcome = "unverified"
+				rep.Outcome = string(job.OutcomeUnverified)
 			}
 		}
 		rep.FilesChanged = append(rep.FilesChanged, changedFiles(ctx, src, baseSHA)...)

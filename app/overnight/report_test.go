@@ -17,6 +17,7 @@ import (
 )
 
 func TestOutcome(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		state   job.State
 		outcome job.Outcome
@@ -39,6 +40,7 @@ func TestOutcome(t *testing.T) {
 }
 
 func TestFallbackNarrativeIsTwoToFiveSentences(t *testing.T) {
+	t.Parallel()
 	pass := Run{Repository: "o/a", Issue: 1, Outcome: Pass, PRURL: "https://github.example/o/a/pull/2"}
 	fail := Run{Repository: "o/b", Issue: 3, Outcome: Fail}
 	skip := Run{Repository: "o/b", Issue: 4, Outcome: Skipped, Narrative: "Not started in this window: x."}
@@ -70,6 +72,7 @@ func TestFallbackNarrativeIsTwoToFiveSentences(t *testing.T) {
 }
 
 func TestWindowEndNeverPassesTheNextStart(t *testing.T) {
+	t.Parallel()
 	every4h, _ := cron.ParseStandard("0 */4 * * *")
 	daily, _ := cron.ParseStandard("0 2 * * *")
 	start := time.Date(2026, 3, 10, 0, 0, 0, 0, time.UTC)
@@ -82,6 +85,7 @@ func TestWindowEndNeverPassesTheNextStart(t *testing.T) {
 }
 
 func TestDeliveryStopsOnAPermanentAnswer(t *testing.T) {
+	t.Parallel()
 	var hits atomic.Int32
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		hits.Add(1)

@@ -1,12 +1,12 @@
 package overnight_test
 
 import (
+	"context"
 	"encoding/json"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/selfcode/selfcode/app/engine"
 	"github.com/selfcode/selfcode/app/job"
 	"github.com/selfcode/selfcode/app/llm"
 	"github.com/selfcode/selfcode/internal/fakeopenai"
@@ -16,8 +16,12 @@ import (
 	osexec "os/exec"
 )
 
-// lazyEngine lets the test build the pipeline once the fake model runs.
-type lazyEngine struct{ engine.Engine }
+// lazyPipeline lets the test build the pipeline once the fake model runs.
+type lazyPipeline struct{ p *pipeline.Pipeline }
+
+func (l *lazyPipeline) Run(ctx context.Context, in pipeline.Input) (*pipeline.Output, error) {
+	return l.p.Run(ctx, in)
+}
 
 func planTouching(path string) string {
 	b, _ := json.Marshal(map[string]any{"summary": "change " + path, "risks": []string{}, "questions": []string{},
@@ -31,6 +35,7 @@ func planTouching(path string) string {
 // a reply saying why. Both run the real pipeline engine (no sandbox is
 // needed: neither gets to verification).
 func TestSkippedJobsInTheReport(t *testing.T) {
+	t.Parallel()
 	if _, err := osexec.LookPath("go"); err != nil {
 		t.Skip("go not installed")
 	}
@@ -43,14 +48,14 @@ func TestSkippedJobsInTheReport(t *testing.T) {
 		"cmd/tool/main.go": "package main\n\nimport \"example.com/layers/c\"\n\nfunc main() { _ = c.C() }\n",
 	}
 	disabled := map[string]string{".selfcode.yml": "enabled: false\n", "README.md": "off\n"}
-	eng := &lazyEngine{}
+	eng := &lazyPipeline{}
 	recv := newReceiver(t, 0)
 	h := newHarness(t, eng, []string{"SELFCODE_REPORT_WEBHOOK_URL=" + recv.srv.URL},
 		map[string]map[string]string{"alpha": disabled, "beta": layered},
 		fakeopenai.Step{Role: "planner", Content: planTouching("a/a.go")},
 		fakeopenai.Step{Role: "planner", Content: planTouching("b/b.go")},
 		fakeopenai.Step{Role: "reporter", Content: "One sentence only."})
-	client, err := llm.New(llm.Options{BaseURL: h.model.URL(), APIKey: "k", MaxRetries: -1, Models: map[chat.Role]string{
+	client, err := llm.New(llm.Options{BaseURL: h.Model.URL(), APIKey: "k", MaxRetries: -1, Models: map[chat.Role]string{
 		chat.RolePlanner: "planner", chat.RoleEditor: "editor", chat.RoleFixer: "fixer"}})
 	if err != nil {
 		t.Fatal(err)
@@ -63,32 +68,32 @@ func TestSkippedJobsInTheReport(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	eng.Pipeline = p
+	eng.p = p
 
-	a1 := h.issue("alpha", "Turn it off", "selfcode:overnight")
-	b1 := h.issue("beta", "Change A everywhere", "selfcode:overnight")
-	ida := h.label("labeled", "alpha", a1, "selfcode:overnight", "Turn it off")
-	idb := h.label("labeled", "beta", b1, "selfcode:overnight", "Change A everywhere")
+	a1 := h.Issue("alpha", "Turn it off", "selfcode:overnight")
+	b1 := h.Issue("beta", "Change A everywhere", "selfcode:overnight")
+	ida := h.Label("labeled", "alpha", a1, "selfcode:overnight", "Turn it off")
+	idb := h.Label("labeled", "beta", b1, "selfcode:overnight", "Change A everywhere")
 	h.clk.Set(windowStart.Add(time.Second))
-	h.eventually("both jobs to end", func() bool { return h.job(ida).State.Terminal() && h.job(idb).State.Terminal() })
+	h.Eventually("both jobs to end", func() bool { return h.Job(ida).State.Terminal() && h.Job(idb).State.Terminal() })
 
-	ja, jb := h.job(ida), h.job(idb)
+	ja, jb := h.Job(ida), h.Job(idb)
 	if ja.State != job.StateCanceled || !strings.Contains(ja.Reason, "enabled: false") {
 		t.Fatalf("disabled repository: %s %q", ja.State, ja.Reason)
 	}
 	replies := 0
-	for _, c := range h.comments("alpha", a1, "selfcode is disabled for this repository") {
+	for _, c := range h.Comments("alpha", a1, "selfcode is disabled for this repository") {
 		if strings.HasPrefix(c, "selfcode is disabled") {
 			replies++
 		}
 	}
 	if replies != 1 {
-		t.Fatalf("no reply saying why on the disabled repository's issue: %+v", h.gh.Comments(owner, "alpha", a1))
+		t.Fatalf("no reply saying why on the disabled repository's issue: %+v", h.GitHub.Comments(owner, "alpha", a1))
 	}
 	if jb.State != job.StateCanceled || !strings.Contains(jb.Reason, "blast radius is 2 packages (limit 1)") {
 		t.Fatalf("too wide: %s %q", jb.State, jb.Reason)
 	}
-	if len(h.comments("beta", b1, "example.com/layers/cmd/tool")) == 0 {
+	if len(h.Comments("beta", b1, "example.com/layers/cmd/tool")) == 0 {
 		t.Fatal("the skip reply does not list the blast radius")
 	}
 
@@ -97,7 +102,7 @@ func TestSkippedJobsInTheReport(t *testing.T) {
 	select {
 	case body = <-recv.got:
 	case <-time.After(60 * time.Second):
-		t.Fatalf("no report\n%s", h.logText())
+		t.Fatalf("no report\n%s", h.Logs())
 	}
 	rep := validate(t, body)
 	ra, rb := runFor(t, rep, "alpha", a1), runFor(t, rep, "beta", b1)

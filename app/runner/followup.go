@@ -12,6 +12,7 @@ import (
 	gh "github.com/selfcode/selfcode/app/github"
 	"github.com/selfcode/selfcode/app/job"
 	"github.com/selfcode/selfcode/app/store"
+	"github.com/selfcode/selfcode/pipeline"
 	"github.com/selfcode/selfcode/pipeline/tools"
 	"github.com/selfcode/selfcode/templates"
 )
@@ -25,7 +26,7 @@ const (
 // followUp gathers what the model needs for a command on a pull request:
 // the original issue, the previous job's plan and report, the PR's diff
 // against its base, and the feedback with its context.
-func (x *run) followUp(ctx context.Context, client *gh.Client, pr gh.PullRequest, t *Task) error {
+func (x *run) followUp(ctx context.Context, client *gh.Client, pr gh.PullRequest, in *pipeline.Input) error {
 	j := x.j
 	o, r := j.Repo.Owner, j.Repo.Name
 	var b strings.Builder
@@ -35,10 +36,10 @@ func (x *run) followUp(ctx context.Context, client *gh.Client, pr gh.PullRequest
 		if err != nil {
 			return fmt.Errorf("original issue #%d: %w", orig, ghapp.MapError(err))
 		}
-		t.Issue = Issue{Number: orig, Title: is.Title, Body: is.Body}
+		in.Issue, in.IssueTitle, in.IssueBody = orig, is.Title, is.Body
 		fmt.Fprintf(&b, "This is a follow-up on pull request #%d (branch %s), which selfcode opened for issue #%d.\n", pr.Number, pr.HeadRef, orig)
 	} else {
-		t.Issue = Issue{Number: pr.Number, Title: pr.Title, Body: pr.Body}
+		in.Issue, in.IssueTitle, in.IssueBody = pr.Number, pr.Title, pr.Body
 		fmt.Fprintf(&b, "This is a follow-up on pull request #%d (branch %s), opened by @%s. Add commits on top of it.\n", pr.Number, pr.HeadRef, pr.User)
 	}
 
@@ -72,7 +73,7 @@ func (x *run) followUp(ctx context.Context, client *gh.Client, pr gh.PullRequest
 		return fmt.Errorf("diff of pull request #%d: %w", pr.Number, ghapp.MapError(err))
 	}
 	b.WriteString("\nThe pull request's diff against " + pr.BaseRef + ":\n" + tools.Shorten(diff, maxDiffChars) + "\n")
-	t.Feedback = b.String()
+	in.Feedback = b.String()
 	return nil
 }
 

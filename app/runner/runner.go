@@ -16,83 +16,23 @@ import (
 	"github.com/selfcode/selfcode/app/job"
 	"github.com/selfcode/selfcode/app/store"
 	"github.com/selfcode/selfcode/app/worker"
+	"github.com/selfcode/selfcode/pipeline"
 	"github.com/selfcode/selfcode/pipeline/stage"
 	"github.com/selfcode/selfcode/pipeline/verify"
 	"github.com/selfcode/selfcode/templates"
 )
 
-// Engine does the work on a checkout: plan, edit, verify, fix.
-type Engine interface {
-	Execute(ctx context.Context, t Task) (Result, error)
-}
-
-// Task is one engine run.
-type Task struct {
-	Job     *job.Job
-	Dir     string // the checkout to edit (no .git inside)
-	BaseSHA string // the commit the checkout started from
-	// BaseRef is what verification compares against (the default branch or
-	// the pull request's base).
-	BaseRef string
-	// Stage reports progress: name is plan, edit, verify, fix; status is
-	// running, pass, fail or skipped.
-	Stage    func(name stage.Name, status stage.Status, summary string)
-	Artifact func(name string, data []byte)
-	Logger   *slog.Logger
-	// RepoConfig is .selfcode.yml as it is on the default branch (nil when
-	// absent), never the copy in a pull request's head.
-	RepoConfig []byte
-	// Comments are the human comments on the issue, oldest first, without
-	// bots and without selfcode commands.
-	Comments []Comment
-	// Issue is the issue the work resolves: for a follow-up on a pull
-	// request selfcode opened, the original issue, not the PR.
-	Issue Issue
-	// Feedback, for a command on a pull request, is what the reviewer
-	// asked for with its context: review comments with their file, lines and
-	// diff hunk, the previous plan and report, and the PR's diff.
-	Feedback string
-	// BaselineDir and BaselineSHA are a checkout of the pull request's base,
-	// which a follow-up is verified against; empty for issue jobs.
-	BaselineDir string
-	BaselineSHA string
-}
-
-// Issue is an issue's number, title and body.
-type Issue struct {
-	Number int
-	Title  string
-	Body   string
-}
-
-// Comment is a human comment on the issue.
-type Comment struct {
-	Author string
-	Body   string
-}
-
-// Result is what the engine produced. Report carries everything the
-// templates render (summary, plan, verification, tokens…); the runner adds
-// files changed, branch, PR and stages.
-type Result struct {
-	Report   templates.Report
-	Title    string // pull request title; default from the issue
-	Verified bool
-	// Verdict is verification's judgement; Verified is Verdict ==
-	// verify.Verified.
-	Verdict verify.Verdict
-	// DraftOnFailure is the repository's draft_on_failure (default true).
-	DraftOnFailure bool
-	// Skip, when set, ends the job without publishing a change (e.g. a
-	// repository with enabled: false); it is the reason.
-	Skip string
+// Pipeline does the work on a checkout: plan, edit, verify, fix
+// (*pipeline.Pipeline; tests pass a scripted one).
+type Pipeline interface {
+	Run(ctx context.Context, in pipeline.Input) (*pipeline.Output, error)
 }
 
 // Options configures a Runner.
 type Options struct {
 	Clients     ghapp.Clients
 	Templates   *templates.Renderer
-	Engine      Engine
+	Pipeline    Pipeline
 	Git         func(ctx context.Context) (*gitops.Git, error)
 	CommandWord string
 	Logger      *slog.Logger
@@ -114,8 +54,8 @@ type Runner struct{ o Options }
 
 // New builds a Runner.
 func New(o Options) (*Runner, error) {
-	if o.Clients == nil || o.Templates == nil || o.Engine == nil || o.Git == nil {
-		return nil, errs.E(errs.KindInvalid, "runner needs GitHub clients, templates, an engine and git", nil)
+	if o.Clients == nil || o.Templates == nil || o.Pipeline == nil || o.Git == nil {
+		return nil, errs.E(errs.KindInvalid, "runner needs GitHub clients, templates, a pipeline and git", nil)
 	}
 	if o.Logger == nil {
 		o.Logger = slog.Default()
@@ -160,7 +100,7 @@ type run struct {
 	r      *Runner
 	j      *job.Job
 	rt     worker.Runtime
-	pub    *ghapp.Publisher
+	pub    *publisher
 	log    *slog.Logger
 	start  time.Time
 	stages []templates.Stage
@@ -178,7 +118,7 @@ func (r *Runner) Run(ctx context.Context, j *job.Job, rt worker.Runtime) (job.Ou
 		return "", ghapp.MapError(err)
 	}
 	x := &run{r: r, j: j, rt: rt, log: log, start: r.o.Now(),
-		pub: ghapp.NewPublisher(client, j, r.o.Templates, rt, log)}
+		pub: &publisher{c: client, j: j, tm: r.o.Templates, sv: rt, log: log}}
 	x.rep = templates.Report{JobID: j.ID, Repository: j.Repo.FullName(), Issue: originalIssue(j), IssueTitle: j.IssueTitle,
 		CommandWord: r.o.CommandWord, State: string(job.StateRunning)}
 	for _, name := range stageOrder {
@@ -212,7 +152,10 @@ func originalIssue(j *job.Job) int {
 	return j.Issue
 }
 
-func (x *run) stage(name stage.Name, status stage.Status, summary string) {
+// Stage records a stage's status in the job and, when the stage ends, in
+// the progress comment. The run is the pipeline's Progress: every stage
+// update, the pipeline's and the runner's own, goes through here.
+func (x *run) Stage(name stage.Name, status stage.Status, summary string) {
 	x.mu.Lock()
 	found := false
 	for i := range x.stages {
@@ -249,6 +192,13 @@ func (x *run) stage(name stage.Name, status stage.Status, summary string) {
 	}
 }
 
+// Artifact stores a file of the job (plan, diff, report) in the store.
+func (x *run) Artifact(name string, data []byte) {
+	if err := x.rt.PutArtifact(context.Background(), name, data); err != nil {
+		x.log.Warn("store artifact", "name", name, "err", err)
+	}
+}
+
 func (x *run) report() templates.Report {
 	x.mu.Lock()
 	defer x.mu.Unlock()
@@ -273,33 +223,21 @@ func foreign(authors []string, self string) bool {
 }
 
 // comments lists the issue's human comments (not bots, not commands).
-func (x *run) comments(ctx context.Context, client *gh.Client) []Comment {
+func (x *run) comments(ctx context.Context, client *gh.Client) []pipeline.Comment {
 	cs, err := client.ListIssueComments(ctx, x.j.Repo.Owner, x.j.Repo.Name, x.j.Issue)
 	if err != nil {
 		x.log.Warn("list issue comments", "err", err)
 		return nil
 	}
-	var out []Comment
+	var out []pipeline.Comment
 	for _, c := range cs {
 		body := strings.TrimSpace(c.Body)
 		if strings.HasSuffix(c.User, "[bot]") || c.UserType == "Bot" || strings.HasPrefix(body, x.r.o.CommandWord) || body == "" {
 			continue
 		}
-		out = append(out, Comment{Author: c.User, Body: body})
+		out = append(out, pipeline.Comment{Author: c.User, Body: body})
 	}
 	return out
-}
-
-func (x *run) mergeReport(r templates.Report) {
-	x.mu.Lock()
-	defer x.mu.Unlock()
-	keep := x.rep
-	x.rep = r
-	x.rep.JobID, x.rep.Repository, x.rep.Issue, x.rep.IssueTitle = keep.JobID, keep.Repository, keep.Issue, keep.IssueTitle
-	x.rep.CommandWord, x.rep.State = keep.CommandWord, keep.State
-	if x.rep.Summary == "" {
-		x.rep.Summary = keep.Summary
-	}
 }
 
 // finish writes the final progress comment and reaction. It uses a fresh

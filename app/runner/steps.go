@@ -13,6 +13,9 @@ import (
 	gh "github.com/selfcode/selfcode/app/github"
 	"github.com/selfcode/selfcode/app/gitops"
 	"github.com/selfcode/selfcode/app/job"
+	"github.com/selfcode/selfcode/app/report"
+	"github.com/selfcode/selfcode/pipeline"
+	"github.com/selfcode/selfcode/pipeline/repoconfig"
 	"github.com/selfcode/selfcode/pipeline/stage"
 	"github.com/selfcode/selfcode/pipeline/verify"
 	"github.com/selfcode/selfcode/templates"
@@ -37,8 +40,9 @@ type workspace struct {
 	// (a command on a PR, or someone else's commits on selfcode's branch).
 	fastForward bool
 	pr          gh.PullRequest // the PR a command on a PR works on
-	task        Task
-	cleanup     []func()
+	// in is what the pipeline gets; the steps before execute fill it.
+	in      pipeline.Input
+	cleanup []func()
 }
 
 func (w *workspace) close() {
@@ -65,10 +69,10 @@ func (x *run) work(ctx context.Context, client *gh.Client) (job.Outcome, error) 
 // nil workspace when the job ends here (with its outcome or error).
 func (x *run) checkout(ctx context.Context, client *gh.Client) (*workspace, job.Outcome, error) {
 	j := x.j
-	x.stage(stage.Checkout, stage.Running, "")
+	x.Stage(stage.Checkout, stage.Running, "")
 	repo, err := client.Repo(ctx, j.Repo.Owner, j.Repo.Name)
 	if err != nil {
-		x.stage(stage.Checkout, stage.Fail, "repository not accessible")
+		x.Stage(stage.Checkout, stage.Fail, "repository not accessible")
 		return nil, "", fmt.Errorf("repository %s: %w", j.Repo.FullName(), ghapp.MapError(err))
 	}
 	w := &workspace{repo: j.Repo, token: func(ctx context.Context) (string, error) { return client.Token(ctx) }}
@@ -76,13 +80,8 @@ func (x *run) checkout(ctx context.Context, client *gh.Client) (*workspace, job.
 	if w.git, err = x.r.o.Git(ctx); err != nil {
 		return nil, "", errs.E(errs.KindTransient, "git", err)
 	}
-	w.task = Task{Job: j, Logger: x.log, Stage: x.stage,
-		Issue: Issue{Number: j.Issue, Title: j.IssueTitle, Body: j.IssueBody},
-		Artifact: func(name string, data []byte) {
-			if err := x.rt.PutArtifact(context.Background(), name, data); err != nil {
-				x.log.Warn("store artifact", "name", name, "err", err)
-			}
-		}}
+	w.in = pipeline.Input{JobID: j.ID, Repository: j.Repo.FullName(), Issue: j.Issue, IssueTitle: j.IssueTitle, IssueBody: j.IssueBody,
+		Instructions: j.Instructions, PlanOnly: j.Kind == job.KindPlan, Progress: x}
 	start, outcome, done, err := x.target(ctx, client, w)
 	if done {
 		return nil, outcome, err
@@ -91,7 +90,7 @@ func (x *run) checkout(ctx context.Context, client *gh.Client) (*workspace, job.
 		w.close()
 		return nil, "", err
 	}
-	x.stage(stage.Checkout, stage.Pass, fmt.Sprintf("%s at %.12s", w.branch, w.ws.BaseSHA))
+	x.Stage(stage.Checkout, stage.Pass, fmt.Sprintf("%s at %.12s", w.branch, w.ws.BaseSHA))
 	if j.IsPR {
 		if err := x.prBaseline(ctx, client, w); err != nil {
 			w.close()
@@ -113,13 +112,13 @@ func (x *run) target(ctx context.Context, client *gh.Client, w *workspace) (star
 	w.branch, start, w.base = "selfcode/issue-"+strconv.Itoa(j.Issue), w.repo.DefaultBranch, w.repo.DefaultBranch
 	if !j.IsPR {
 		if w.expected, err = w.git.RemoteBranchSHA(ctx, w.repo, w.branch, w.token); err != nil {
-			x.stage(stage.Checkout, stage.Fail, "could not read "+w.branch)
+			x.Stage(stage.Checkout, stage.Fail, "could not read "+w.branch)
 			return "", "", true, fmt.Errorf("read %s: %w", w.branch, err)
 		}
 		return start, "", false, nil
 	}
 	if w.pr, err = client.PullRequest(ctx, j.Repo.Owner, j.Repo.Name, j.Issue); err != nil {
-		x.stage(stage.Checkout, stage.Fail, "pull request not accessible")
+		x.Stage(stage.Checkout, stage.Fail, "pull request not accessible")
 		return "", "", true, fmt.Errorf("pull request #%d: %w", j.Issue, ghapp.MapError(err))
 	}
 	skip := ""
@@ -132,7 +131,7 @@ func (x *run) target(ctx context.Context, client *gh.Client, w *workspace) (star
 		x.rep.Summary = "This pull request is closed; selfcode does not change closed pull requests."
 	}
 	if skip != "" {
-		x.stage(stage.Checkout, stage.Skipped, skip)
+		x.Stage(stage.Checkout, stage.Skipped, skip)
 		return "", job.OutcomeNoChange, true, x.pub.Comment(ctx, x.rep.Summary)
 	}
 	w.branch, start, w.base, w.fastForward = w.pr.HeadRef, w.pr.HeadSHA, w.pr.BaseRef, true
@@ -155,7 +154,7 @@ func (x *run) checkOut(ctx context.Context, w *workspace, start string) error {
 	j := x.j
 	ws, err := w.git.NewWorkspace(ctx, gitops.WorkspaceOptions{Repo: w.repo, ID: j.ID, Branch: w.branch, Base: start, Token: w.token})
 	if err != nil {
-		x.stage(stage.Checkout, stage.Fail, "could not check out "+start)
+		x.Stage(stage.Checkout, stage.Fail, "could not check out "+start)
 		return fmt.Errorf("check out %s: %w", start, err)
 	}
 	if !j.IsPR && w.expected != "" {
@@ -175,7 +174,7 @@ func (x *run) checkOut(ctx context.Context, w *workspace, start string) error {
 	}
 	w.ws = ws
 	w.cleanup = append(w.cleanup, func() { x.removeWorkspace(ws) })
-	w.task.Dir, w.task.BaseSHA, w.task.BaseRef = ws.Dir, ws.BaseSHA, w.base
+	w.in.Dir, w.in.BaseSHA = ws.Dir, ws.BaseSHA
 	return nil
 }
 
@@ -194,8 +193,8 @@ func (x *run) prBaseline(ctx context.Context, client *gh.Client, w *workspace) e
 		return fmt.Errorf("check out the pull request's base %s: %w", w.pr.BaseRef, err)
 	}
 	w.cleanup = append(w.cleanup, func() { x.removeWorkspace(bws) })
-	w.task.BaselineDir, w.task.BaselineSHA = bws.Dir, bws.BaseSHA
-	if err := x.followUp(ctx, client, w.pr, &w.task); err != nil {
+	w.in.BaselineDir, w.in.BaselineSHA = bws.Dir, bws.BaseSHA
+	if err := x.followUp(ctx, client, w.pr, &w.in); err != nil {
 		return err
 	}
 	if j.Publication.CheckRunID != 0 {
@@ -204,36 +203,47 @@ func (x *run) prBaseline(ctx context.Context, client *gh.Client, w *workspace) e
 	return nil
 }
 
-// execute runs the engine on the checkout. done is set when the job ends
-// here: an error, a skipped repository, or a plan posted.
-func (x *run) execute(ctx context.Context, client *gh.Client, w *workspace) (res Result, outcome job.Outcome, done bool, err error) {
-	j := x.j
-	// .selfcode.yml always comes from the default branch, never from the
-	// pull request being worked on.
-	repoCfg, err := w.git.ReadFileAt(ctx, w.ws, w.repo.DefaultBranch, ".selfcode.yml")
-	if err != nil && !errors.Is(err, gitops.ErrNotFound) {
-		return res, "", true, fmt.Errorf("read .selfcode.yml from %s: %w", w.repo.DefaultBranch, err)
+// result is what execute hands to publish.
+type result struct {
+	title    string // pull request title; "" means one from the issue
+	verified bool
+	verdict  verify.Verdict
+	// draftOnFailure is the repository's draft_on_failure (default true).
+	draftOnFailure bool
+}
+
+// execute runs the pipeline on the checkout and fills the job's report
+// from its output. done is set when the job ends here: an error, a
+// repository with selfcode disabled, a plan too wide, or a plan posted.
+func (x *run) execute(ctx context.Context, client *gh.Client, w *workspace) (res result, outcome job.Outcome, done bool, err error) {
+	cfg, err := x.repoConfig(ctx, w)
+	if err != nil {
+		return res, "", true, err
 	}
-	w.task.RepoConfig, w.task.Comments = repoCfg, x.comments(ctx, client)
-	res, err = x.r.o.Engine.Execute(ctx, w.task)
-	x.mergeReport(res.Report)
-	if total := res.Report.Tokens.Total; total > 0 {
-		if _, uerr := x.rt.Update(context.Background(), func(jj *job.Job) error { jj.Tokens = total; return nil }); uerr != nil {
+	if !cfg.Enabled {
+		return res, "", true, x.skip(ctx, "selfcode is disabled for this repository (`enabled: false` in .selfcode.yml).")
+	}
+	w.in.Config, w.in.Comments = cfg, x.comments(ctx, client)
+	out, err := x.r.o.Pipeline.Run(ctx, w.in)
+	if out == nil {
+		return res, "", true, err
+	}
+	x.mu.Lock()
+	report.Fill(&x.rep, out, cfg)
+	x.mu.Unlock()
+	if out.Tokens > 0 {
+		if _, uerr := x.rt.Update(context.Background(), func(jj *job.Job) error { jj.Tokens = out.Tokens; return nil }); uerr != nil {
 			x.log.Warn("record tokens", "err", uerr)
 		}
 	}
+	res = result{title: prTitle(out, x.j), verified: out.Verified, verdict: out.Verdict, draftOnFailure: cfg.DraftOnFailure}
 	switch {
 	case err != nil:
 		return res, "", true, err
-	case res.Skip != "":
-		x.rep.Summary = res.Skip
-		if err := x.pub.Comment(ctx, res.Skip); err != nil {
-			return res, "", true, err
-		}
-		// A skipped job ends canceled with the reason (the worker maps
-		// errs.KindCanceled to state canceled).
-		return res, "", true, errs.E(errs.KindCanceled, res.Skip, nil)
-	case j.Kind == job.KindPlan:
+	case out.Skipped != "":
+		// A plan too wide even after asking for a narrower one.
+		return res, "", true, x.skip(ctx, out.Skipped)
+	case w.in.PlanOnly:
 		body, err := x.r.o.Templates.PlanComment(x.report())
 		if err != nil {
 			return res, "", true, fmt.Errorf("render plan: %w", err)
@@ -243,12 +253,57 @@ func (x *run) execute(ctx context.Context, client *gh.Client, w *workspace) (res
 	return res, "", false, nil
 }
 
+// repoConfig reads .selfcode.yml from the default branch, never from the
+// pull request being worked on; absent means the defaults.
+func (x *run) repoConfig(ctx context.Context, w *workspace) (*repoconfig.Config, error) {
+	b, err := w.git.ReadFileAt(ctx, w.ws, w.repo.DefaultBranch, ".selfcode.yml")
+	switch {
+	case errors.Is(err, gitops.ErrNotFound):
+		return repoconfig.Default(), nil
+	case err != nil:
+		return nil, fmt.Errorf("read .selfcode.yml from %s: %w", w.repo.DefaultBranch, err)
+	}
+	cfg, err := repoconfig.Parse(b)
+	if err != nil {
+		return nil, errs.E(errs.KindPermanent, ".selfcode.yml on the default branch is invalid", err)
+	}
+	return cfg, nil
+}
+
+// skip ends the job without a change: the reason is the summary and a
+// reply on the issue, and the job ends canceled (the worker maps
+// errs.KindCanceled to state canceled).
+func (x *run) skip(ctx context.Context, reason string) error {
+	x.mu.Lock()
+	x.rep.Summary = reason
+	x.mu.Unlock()
+	if err := x.pub.Comment(ctx, reason); err != nil {
+		return err
+	}
+	return errs.E(errs.KindCanceled, reason, nil)
+}
+
+// prTitle is the pull request title: the plan's summary when it is short,
+// else the issue's title.
+func prTitle(out *pipeline.Output, j *job.Job) string {
+	if out.Plan != nil {
+		s := strings.TrimSpace(strings.SplitN(out.Plan.Summary, "\n", 2)[0])
+		if s != "" && len(s) <= 72 {
+			return s
+		}
+	}
+	if t := strings.TrimSpace(j.IssueTitle); t != "" {
+		return "Fix #" + strconv.Itoa(j.Issue) + ": " + t
+	}
+	return ""
+}
+
 // publish commits the change, pushes it, opens or updates the pull
 // request and completes the check run; an unverified change with
 // draft_on_failure off is reported as a comment instead.
-func (x *run) publish(ctx context.Context, client *gh.Client, w *workspace, res Result) (job.Outcome, error) {
-	x.stage(stage.Publish, stage.Running, "")
-	title := res.Title
+func (x *run) publish(ctx context.Context, client *gh.Client, w *workspace, res result) (job.Outcome, error) {
+	x.Stage(stage.Publish, stage.Running, "")
+	title := res.title
 	if title == "" {
 		title = "selfcode: " + firstNonEmpty(x.j.IssueTitle, "changes for #"+strconv.Itoa(x.j.Issue))
 	}
@@ -257,33 +312,33 @@ func (x *run) publish(ctx context.Context, client *gh.Client, w *workspace, res 
 		return "", err
 	}
 	if !changed {
-		x.stage(stage.Publish, stage.Skipped, "no change to publish")
+		x.Stage(stage.Publish, stage.Skipped, "no change to publish")
 		return job.OutcomeNoChange, nil
 	}
-	if !res.Verified && !res.DraftOnFailure {
+	if !res.verified && !res.draftOnFailure {
 		body, err := x.r.o.Templates.FailureReport(x.report())
 		if err != nil {
 			return "", fmt.Errorf("render failure report: %w", err)
 		}
-		x.stage(stage.Publish, stage.Skipped, "not verified; draft_on_failure is off")
-		return unverifiedOutcome(res.Verdict), x.pub.Comment(ctx, body)
+		x.Stage(stage.Publish, stage.Skipped, "not verified; draft_on_failure is off")
+		return unverifiedOutcome(res.verdict), x.pub.Comment(ctx, body)
 	}
 	if err := x.push(ctx, w); err != nil {
 		return "", err
 	}
-	outcome, err := x.pullRequest(ctx, w, title, res.Verified)
+	outcome, err := x.pullRequest(ctx, w, title, res.verified)
 	if err != nil {
 		return "", err
 	}
-	if !res.Verified {
-		outcome = unverifiedOutcome(res.Verdict)
+	if !res.verified {
+		outcome = unverifiedOutcome(res.verdict)
 	}
-	x.completeCheck(ctx, sha, res.Verified, res.Verdict)
-	x.stage(stage.Publish, stage.Pass, x.j.Publication.PRURL)
+	x.completeCheck(ctx, sha, res.verified, res.verdict)
+	x.Stage(stage.Publish, stage.Pass, x.j.Publication.PRURL)
 	if b, err := json.Marshal(x.report()); err == nil {
 		_ = x.rt.PutArtifact(context.Background(), "report.json", b)
 	}
-	if err := x.answer(ctx, client, sha, res.Verified); err != nil {
+	if err := x.answer(ctx, client, sha, res.verified); err != nil {
 		x.log.Warn("answer the feedback", "err", err)
 	}
 	return outcome, nil
@@ -318,15 +373,15 @@ func (x *run) push(ctx context.Context, w *workspace) error {
 	var err error
 	if w.fastForward {
 		if err = w.git.PushFastForward(ctx, w.ws, w.branch, w.token); errors.Is(err, gitops.ErrNonFastForward) {
-			x.stage(stage.Publish, stage.Fail, "the branch moved while the job ran")
+			x.Stage(stage.Publish, stage.Fail, "the branch moved while the job ran")
 			return errs.E(errs.KindTransient, "the branch moved while the job ran; running again on its new head", err)
 		}
 	} else if err = w.git.PushSelfcodeBranch(ctx, w.ws, w.branch, w.expected, w.token); errors.Is(err, gitops.ErrLeaseRejected) {
-		x.stage(stage.Publish, stage.Fail, "the branch moved while the job ran")
+		x.Stage(stage.Publish, stage.Fail, "the branch moved while the job ran")
 		return errs.E(errs.KindTransient, "the branch moved while the job ran; running again", err)
 	}
 	if err != nil {
-		x.stage(stage.Publish, stage.Fail, "push failed")
+		x.Stage(stage.Publish, stage.Fail, "push failed")
 		return fmt.Errorf("push %s: %w", w.branch, err)
 	}
 	return nil

@@ -7,9 +7,7 @@ import (
 	"github.com/selfcode/selfcode/app/budget"
 	"github.com/selfcode/selfcode/app/ghapp"
 	"github.com/selfcode/selfcode/app/job"
-	"github.com/selfcode/selfcode/app/llm"
 	"github.com/selfcode/selfcode/app/overnight"
-	"github.com/selfcode/selfcode/pipeline/chat"
 )
 
 // jobHooks are the worker's hooks around each pipeline job.
@@ -19,29 +17,20 @@ type jobHooks struct {
 }
 
 // overnight builds the overnight scheduler and the daily token budget.
-func (s *Server) overnight(deps Deps, windows overnight.Windows, o Options) (jobHooks, error) {
+func (s *Server) overnight(parts Parts, windows overnight.Windows, o Options) (jobHooks, error) {
 	cfg := s.cfg
 	var issues interface {
 		overnight.Issues
 		budget.Commenter
 	}
-	if deps.GitHub != nil {
-		issues = ghapp.Issues{Clients: deps.GitHub}
+	if parts.GitHub != nil {
+		issues = ghapp.Issues{Clients: parts.GitHub}
 	} else {
 		s.log.Warn("no GitHub client for overnight outcomes and budget notices; issues will not be commented or relabelled")
 	}
-	model := deps.Reporter
-	if model == nil {
-		m, err := llm.New(llm.Options{BaseURL: cfg.LLMBaseURL, APIKey: cfg.LLMAPIKey, Logger: s.log,
-			Models: map[chat.Role]string{chat.RoleReporter: cfg.ModelFor(string(chat.RoleReporter))}})
-		if err != nil {
-			return jobHooks{}, err
-		}
-		model = m
-	}
 	// A nil issues converts to nil interfaces below: no comments, no labels.
 	sched, err := overnight.New(overnight.Options{
-		Store: s.Store, Windows: windows, Issues: issues, Model: model, ReportURL: cfg.ReportWebhookURL,
+		Store: s.Store, Windows: windows, Issues: issues, Model: s.model, ReportURL: cfg.ReportWebhookURL,
 		Backoff: o.ReportBackoff, Location: cfg.Location(), OvernightLabel: cfg.OvernightLabel,
 		Tick: o.Tick, Logger: s.log,
 	})

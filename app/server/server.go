@@ -12,40 +12,32 @@ import (
 	"time"
 
 	"github.com/selfcode/selfcode/app/config"
-	"github.com/selfcode/selfcode/app/ghapp"
+	gh "github.com/selfcode/selfcode/app/github"
 	"github.com/selfcode/selfcode/app/intake"
 	"github.com/selfcode/selfcode/app/metrics"
 	"github.com/selfcode/selfcode/app/overnight"
+	"github.com/selfcode/selfcode/app/runner"
 	"github.com/selfcode/selfcode/app/store"
 	"github.com/selfcode/selfcode/app/worker"
 	"github.com/selfcode/selfcode/handlers"
 	"github.com/selfcode/selfcode/pipeline/chat"
 )
 
-// Deps are the parts that talk to the outside world; the caller picks real
-// or fake ones.
-type Deps struct {
-	Runner      worker.Runner
-	Permissions worker.PermissionChecker
-	Notifier    worker.Notifier
-	// Hold, when set, keeps every job stored and queued and says why (the
-	// worker pool then needs no Runner, Permissions or Notifier).
-	Hold  string
-	Ready []handlers.ReadyCheck
-	// GitHub, when set, is used to comment on and relabel issues after
-	// overnight jobs and when the daily token budget holds a job back.
-	GitHub ghapp.Clients
-	// Reporter writes the morning report's narrative: the one model client
-	// the pipeline uses too; nil: a client for the configured endpoint.
-	Reporter chat.Model
-}
-
-// Options configures a Server.
+// Options configures a Server. serve passes the configuration only; the
+// demo passes a configuration pointing at the simulated GitHub and the
+// recorded model; tests add the fields below.
 type Options struct {
 	Config *config.Config
 	Logger *slog.Logger
-	// Deps builds the outside-world parts once the store is open.
-	Deps func(ctx context.Context, st *store.Store, m *metrics.Metrics, instance string) (Deps, error)
+	// Parts, when set, replaces the runner, permission checker and notifier
+	// built from the configuration (the test-hooks binary's recorders).
+	Parts *Parts
+	// Pipeline, when set, replaces the pipeline built from the
+	// configuration, and no sandbox is started (tests script the work).
+	Pipeline runner.Pipeline
+	// GitHub adjusts the GitHub client factory's options (tests shorten
+	// backoffs).
+	GitHub func(*gh.Options)
 	// Now is the clock of the store, intake and overnight scheduler; default
 	// time.Now (tests move a fake clock through a window).
 	Now func() time.Time
@@ -70,6 +62,10 @@ type Server struct {
 
 	enabled atomic.Bool // the kill switch, changeable at run time
 
+	model   chat.Model            // the one model client
+	ready   []handlers.ReadyCheck // beside the store's
+	closers []func() error        // run after the store closes (the sandbox manager)
+
 	public, admin     *http.Server
 	publicLn, adminLn net.Listener
 }
@@ -92,16 +88,19 @@ func New(ctx context.Context, o Options) (*Server, error) {
 	ok := false
 	defer func() {
 		if !ok {
-			st.Close()
+			s.close()
 		}
 	}()
 	if s.Instance, err = st.InstanceID(); err != nil {
 		return nil, fmt.Errorf("instance id: %w", err)
 	}
 	s.Metrics = metrics.New(metrics.Options{Stats: st})
-	deps, err := o.Deps(ctx, st, s.Metrics, s.Instance)
+	if s.model, err = Model(cfg, log); err != nil {
+		return nil, err
+	}
+	parts, err := s.parts(ctx, o)
 	if err != nil {
-		return nil, fmt.Errorf("build dependencies: %w", err)
+		return nil, fmt.Errorf("build the job parts: %w", err)
 	}
 
 	windows := overnight.Windows{Schedule: cfg.Schedule(), Length: cfg.OvernightWindow}
@@ -109,7 +108,7 @@ func New(ctx context.Context, o Options) (*Server, error) {
 		CommandWord: cfg.Command, Label: cfg.Label, OvernightLabel: cfg.OvernightLabel,
 		NextWindow: windows.Next, Now: st.Now,
 	})
-	ready := append([]handlers.ReadyCheck{{Name: "store", Check: func(ctx context.Context) error { return st.Ping() }}}, deps.Ready...)
+	ready := append([]handlers.ReadyCheck{{Name: "store", Check: func(ctx context.Context) error { return st.Ping() }}}, s.ready...)
 	pub, err := handlers.NewPublic(handlers.PublicOptions{
 		Webhook: handlers.WebhookOptions{Secret: []byte(cfg.WebhookSecret), Router: router, Store: st,
 			Observer: s.Metrics, Logger: log},
@@ -119,14 +118,14 @@ func New(ctx context.Context, o Options) (*Server, error) {
 		return nil, err
 	}
 	s.enabled.Store(cfg.Enabled)
-	hooks, err := s.overnight(deps, windows, o)
+	hooks, err := s.overnight(parts, windows, o)
 	if err != nil {
 		return nil, err
 	}
 	s.Pool, err = worker.New(worker.Options{
-		Store: st, Runner: deps.Runner, Permissions: deps.Permissions, Notifier: deps.Notifier,
+		Store: st, Runner: parts.Runner, Permissions: parts.Permissions, Notifier: parts.Notifier,
 		Observer: s.Metrics, Workers: cfg.Workers, Instance: s.Instance, Logger: log,
-		Enabled: s.Enabled, Tick: o.Tick, Hold: deps.Hold,
+		Enabled: s.Enabled, Tick: o.Tick, Hold: parts.Hold,
 		Promote: s.Overnight.Promote, Admit: hooks.admit, Finished: hooks.finished,
 		OvernightMaxDuration: cfg.OvernightMaxDuration,
 	})
@@ -192,9 +191,23 @@ func (s *Server) Run(ctx context.Context) error {
 	stopOvernight()
 	<-overnightDone
 	_ = s.admin.Shutdown(sctx)
-	if err := s.Store.Close(); err != nil && runErr == nil {
-		runErr = fmt.Errorf("close store: %w", err)
+	if err := s.close(); err != nil && runErr == nil {
+		runErr = err
 	}
 	s.log.Info("stopped")
 	return runErr
+}
+
+// close closes the store, then what the parts opened.
+func (s *Server) close() error {
+	err := s.Store.Close()
+	if err != nil {
+		err = fmt.Errorf("close store: %w", err)
+	}
+	for _, c := range s.closers {
+		if cerr := c(); cerr != nil {
+			s.log.Warn("close", "err", cerr)
+		}
+	}
+	return err
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"os"
 
@@ -28,13 +29,11 @@ func main() {
 		SilenceErrors: true,
 	}
 	root.PersistentFlags().String("config", "", "YAML configuration file (keys as in the environment, lower case, without SELFCODE_)")
-	root.AddCommand(serveCmd(), jobsCmd(), versionCmd())
-	for _, c := range extraCommands() {
-		root.AddCommand(c)
-	}
+	root.AddCommand(serveCmd(), runCmd(), demoCmd(), setupCmd(), jobsCmd(), backupCmd(), configCmd(), versionCmd())
 	if err := root.Execute(); err != nil {
 		code := 2 // usage errors from cobra
-		if e, ok := err.(*exitError); ok {
+		var e *exitError
+		if errors.As(err, &e) {
 			code = e.code
 		}
 		fmt.Fprintln(os.Stderr, "selfcode:", err)

@@ -17,7 +17,7 @@ import (
 	"github.com/selfcode/selfcode/app/demo"
 	"github.com/selfcode/selfcode/app/errs"
 	"github.com/selfcode/selfcode/app/localrun"
-	"github.com/selfcode/selfcode/app/wire"
+	"github.com/selfcode/selfcode/app/server"
 	"github.com/selfcode/selfcode/templates"
 )
 
@@ -43,11 +43,12 @@ func runCmd() *cobra.Command {
 			if err := ensureImage(ctx, cfg, cmd.ErrOrStderr()); err != nil {
 				return &exitError{code: 1, err: err}
 			}
-			sb, _, err := wire.Sandbox(ctx, cfg, "local-"+fmt.Sprint(os.Getpid()), log)
+			sb, _, err := server.Sandbox(ctx, cfg, "local-"+fmt.Sprint(os.Getpid()), log)
 			if err != nil {
 				return &exitError{code: 1, err: err}
 			}
-			p, err := wire.Pipeline(wire.PipelineOptions{Config: cfg, Logger: log, Sandbox: sb})
+			defer sb.Close()
+			p, err := server.Pipeline(server.PipelineOptions{Config: cfg, Logger: log, Sandbox: sb})
 			if err != nil {
 				return &exitError{code: 1, err: err}
 			}

@@ -6,7 +6,9 @@ import (
 	"log/slog"
 
 	"github.com/selfcode/selfcode/app/config"
+	"github.com/selfcode/selfcode/app/server"
 )
 
-// testDeps exists only in binaries built with -tags selfcode_testhooks.
-func testDeps(*config.Config, *slog.Logger) (depsFunc, bool) { return nil, false }
+// testParts exists only in binaries built with -tags selfcode_testhooks;
+// a release binary always builds its parts from the configuration.
+func testParts(*config.Config, *slog.Logger) *server.Parts { return nil }

@@ -22,16 +22,14 @@ import (
 
 	"github.com/selfcode/selfcode/app/config"
 	"github.com/selfcode/selfcode/app/job"
-	"github.com/selfcode/selfcode/app/metrics"
 	"github.com/selfcode/selfcode/app/server"
-	"github.com/selfcode/selfcode/app/store"
 	"github.com/selfcode/selfcode/app/worker"
 )
 
-func testDeps(cfg *config.Config, log *slog.Logger) (depsFunc, bool) {
+func testParts(cfg *config.Config, log *slog.Logger) *server.Parts {
 	runs := os.Getenv("SELFCODE_TEST_RUNS")
 	if runs == "" {
-		return nil, false
+		return nil
 	}
 	rec := &recorder{path: runs, gate: os.Getenv("SELFCODE_TEST_GATE"), deny: map[string]bool{}}
 	for _, s := range strings.Split(os.Getenv("SELFCODE_TEST_DENY"), ",") {
@@ -40,9 +38,7 @@ func testDeps(cfg *config.Config, log *slog.Logger) (depsFunc, bool) {
 		}
 	}
 	log.Warn("test hooks active: jobs run with the recording runner, not the pipeline")
-	return func(ctx context.Context, st *store.Store, m *metrics.Metrics, instance string) (server.Deps, error) {
-		return server.Deps{Runner: rec, Permissions: rec, Notifier: rec}, nil
-	}, true
+	return &server.Parts{Runner: rec, Permissions: rec, Notifier: rec}
 }
 
 type recorder struct {

@@ -1,10 +1,10 @@
-package engine_test
+package report_test
 
 import (
 	"strings"
 	"testing"
 
-	"github.com/selfcode/selfcode/app/engine"
+	"github.com/selfcode/selfcode/app/report"
 	"github.com/selfcode/selfcode/pipeline"
 	"github.com/selfcode/selfcode/pipeline/repoconfig"
 	"github.com/selfcode/selfcode/templates"
@@ -28,8 +28,8 @@ func TestPRBodyListsTheBlastRadius(t *testing.T) {
 	}
 	for _, tt := range tests {
 		out := &pipeline.Output{Summary: "Changed it.", Scope: tt.scope}
-		rep := engine.Report(out, repoconfig.Default())
-		rep.JobID, rep.Repository, rep.Issue = "01j", "o/r", 3
+		rep := templates.Report{JobID: "01j", Repository: "o/r", Issue: 3}
+		report.Fill(&rep, out, repoconfig.Default())
 		body, err := tm.PRBody(rep)
 		if err != nil {
 			t.Fatal(err)

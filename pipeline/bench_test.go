@@ -1,4 +1,4 @@
-package engine_test
+package pipeline_test
 
 import (
 	"context"
@@ -8,10 +8,10 @@ import (
 	"log/slog"
 	"testing"
 
-	"github.com/selfcode/selfcode/app/engine"
 	"github.com/selfcode/selfcode/app/gitops"
 	"github.com/selfcode/selfcode/app/job"
 	"github.com/selfcode/selfcode/app/llm"
+	"github.com/selfcode/selfcode/app/sandbox"
 	"github.com/selfcode/selfcode/internal/dockertest"
 	"github.com/selfcode/selfcode/internal/fakegithub"
 	"github.com/selfcode/selfcode/internal/fakeopenai"
@@ -66,7 +66,7 @@ func BenchmarkPipelineOverhead(b *testing.B) {
 	client, _ := llm.New(llm.Options{BaseURL: fake.URL(), APIKey: "k", Models: map[chat.Role]string{chat.RolePlanner: "planner", chat.RoleEditor: "editor", chat.RoleFixer: "fixer"}})
 	ps, _ := prompts.Load(prompts.Options{})
 	cache, _ := verify.NewCache(verify.CacheOptions{Dir: b.TempDir()})
-	p, err := pipeline.New(pipeline.Options{Model: client, Prompts: ps, Sandbox: engine.Sandbox{Manager: m}, Baseline: cache, Logger: quiet})
+	p, err := pipeline.New(pipeline.Options{Model: client, Prompts: ps, Sandbox: sandbox.Backend{Manager: m}, Baseline: cache, Logger: quiet})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package engine_test
+package sandbox_test
 
 import (
 	"context"
@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/selfcode/selfcode/app/engine"
+	"github.com/selfcode/selfcode/app/sandbox"
 	"github.com/selfcode/selfcode/internal/dockertest"
 	"github.com/selfcode/selfcode/pipeline"
 	"github.com/selfcode/selfcode/pipeline/verify"
@@ -22,7 +22,7 @@ func TestSessionReadsReportFiles(t *testing.T) {
 	m := dockertest.Manager(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	sess, err := engine.Sandbox{Manager: m}.Start(ctx, pipeline.SandboxSpec{JobID: "reports", Deadline: time.Now().Add(3 * time.Minute)})
+	sess, err := sandbox.Backend{Manager: m}.Start(ctx, pipeline.SandboxSpec{JobID: "reports", Deadline: time.Now().Add(3 * time.Minute)})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package wire
+package server_test
 
 import (
 	"context"
@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/selfcode/selfcode/app/config"
+	"github.com/selfcode/selfcode/app/server"
 	"github.com/selfcode/selfcode/internal/dockertest"
 )
 
@@ -22,7 +23,7 @@ func TestReadinessFollowsDocker(t *testing.T) {
 
 	t.Run("engine reachable", func(t *testing.T) {
 		dockertest.Manager(t) // skips without Docker (fails under CI)
-		m, ready, err := Sandbox(ctx, cfg, "ready-test", quiet)
+		m, ready, err := server.Sandbox(ctx, cfg, "ready-test", quiet)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -34,7 +35,7 @@ func TestReadinessFollowsDocker(t *testing.T) {
 	t.Run("engine unreachable", func(t *testing.T) {
 		// A loopback port nothing listens on.
 		t.Setenv("DOCKER_HOST", "tcp://127.0.0.1:1")
-		m, ready, err := Sandbox(ctx, cfg, "ready-test-down", quiet)
+		m, ready, err := server.Sandbox(ctx, cfg, "ready-test-down", quiet)
 		if err != nil {
 			t.Fatal(err) // the server still starts; readiness reports the engine
 		}

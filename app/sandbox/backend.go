@@ -1,4 +1,4 @@
-package engine
+package sandbox
 
 import (
 	"context"
@@ -10,7 +10,6 @@ import (
 
 	"github.com/bmatcuk/doublestar/v4"
 
-	"github.com/selfcode/selfcode/app/sandbox"
 	"github.com/selfcode/selfcode/pipeline"
 	"github.com/selfcode/selfcode/pipeline/verify"
 )
@@ -22,14 +21,16 @@ const (
 	maxReportTotal = 64 << 20 // per command
 )
 
-// Sandbox implements pipeline.Sandbox with app/sandbox containers.
-type Sandbox struct {
-	Manager *sandbox.Manager
+// Backend runs the pipeline's sandbox sessions (pipeline.Sandbox) in this
+// package's containers. Another backend plugs in by implementing
+// pipeline.Sandbox the same way.
+type Backend struct {
+	Manager *Manager
 }
 
 // Start starts a job's container.
-func (s Sandbox) Start(ctx context.Context, spec pipeline.SandboxSpec) (pipeline.Session, error) {
-	c, err := s.Manager.Start(ctx, sandbox.Spec{JobID: spec.JobID, Image: spec.Image, Deadline: spec.Deadline, SetupNetwork: spec.SetupNetwork})
+func (s Backend) Start(ctx context.Context, spec pipeline.SandboxSpec) (pipeline.Session, error) {
+	c, err := s.Manager.Start(ctx, Spec{JobID: spec.JobID, Image: spec.Image, Deadline: spec.Deadline, SetupNetwork: spec.SetupNetwork})
 	if err != nil {
 		return nil, err
 	}
@@ -37,7 +38,7 @@ func (s Sandbox) Start(ctx context.Context, spec pipeline.SandboxSpec) (pipeline
 }
 
 type session struct {
-	c     *sandbox.Container
+	c     *Container
 	marks atomic.Int64
 }
 
@@ -52,7 +53,7 @@ func (s *session) DropNetwork(ctx context.Context) error { return s.c.DropNetwor
 func (s *session) Close(ctx context.Context) error { return s.c.Close(ctx) }
 
 func (s *session) Setup(ctx context.Context, run string, timeout time.Duration) (verify.Outcome, error) {
-	r, err := s.c.Exec(ctx, sandbox.Cmd{Run: run, Timeout: timeout, Setup: true})
+	r, err := s.c.Exec(ctx, Cmd{Run: run, Timeout: timeout, Setup: true})
 	return outcome(r), err
 }
 
@@ -62,11 +63,11 @@ func (s *session) Exec(ctx context.Context, c verify.Command) (verify.Outcome, e
 	mark := ""
 	if len(c.Reports) > 0 {
 		mark = fmt.Sprintf("/tmp/.selfcode-mark-%d", s.marks.Add(1))
-		if _, err := s.c.Exec(ctx, sandbox.Cmd{Run: "mkdir -p /tmp/selfcode-reports && : > " + mark, Timeout: time.Minute}); err != nil {
+		if _, err := s.c.Exec(ctx, Cmd{Run: "mkdir -p /tmp/selfcode-reports && : > " + mark, Timeout: time.Minute}); err != nil {
 			return verify.Outcome{}, err
 		}
 	}
-	r, err := s.c.Exec(ctx, sandbox.Cmd{Run: c.Run, Timeout: c.Timeout, OutputCap: c.OutputBytes})
+	r, err := s.c.Exec(ctx, Cmd{Run: c.Run, Timeout: c.Timeout, OutputCap: c.OutputBytes})
 	if err != nil {
 		return outcome(r), err
 	}
@@ -98,7 +99,7 @@ func (s *session) readReports(ctx context.Context, patterns []string, mark strin
 	// Skip the heavy trees nobody keeps reports in.
 	list := fmt.Sprintf(`find %s \( -name .git -o -name node_modules -o -name .venv \) -prune -o -type f -newer %s -size -%dk -print0 2>/dev/null; exit 0`,
 		strings.Join(args, " "), mark, maxReportBytes/1024)
-	res, err := s.c.Exec(ctx, sandbox.Cmd{Run: list, Timeout: time.Minute, OutputCap: 4 << 20})
+	res, err := s.c.Exec(ctx, Cmd{Run: list, Timeout: time.Minute, OutputCap: 4 << 20})
 	if err != nil {
 		return nil, err
 	}
@@ -111,7 +112,7 @@ func (s *session) readReports(ctx context.Context, patterns []string, mark strin
 		if !matchesAny(patterns, name, work) {
 			continue
 		}
-		r, err := s.c.Exec(ctx, sandbox.Cmd{Run: "cat -- " + verify.ShellQuote(name), Timeout: time.Minute, OutputCap: maxReportBytes})
+		r, err := s.c.Exec(ctx, Cmd{Run: "cat -- " + verify.ShellQuote(name), Timeout: time.Minute, OutputCap: maxReportBytes})
 		if err != nil {
 			return nil, err
 		}
@@ -155,7 +156,7 @@ func matchesAny(patterns []string, name, work string) bool {
 	return false
 }
 
-func outcome(r sandbox.Result) verify.Outcome {
+func outcome(r Result) verify.Outcome {
 	out := r.Output
 	if out == "" {
 		out = r.Stdout + r.Stderr

@@ -1,4 +1,4 @@
-package ghapp
+package runner
 
 import (
 	"context"
@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"strings"
 
+	"github.com/selfcode/selfcode/app/ghapp"
 	gh "github.com/selfcode/selfcode/app/github"
 	"github.com/selfcode/selfcode/app/job"
 	"github.com/selfcode/selfcode/templates"
@@ -14,35 +15,30 @@ import (
 // CheckRunName is the name of selfcode's check run.
 const CheckRunName = "selfcode"
 
-// Saver persists a job's publication state (worker.Runtime does).
-type Saver interface {
+// saver persists a job's publication state (worker.Runtime does).
+type saver interface {
 	Update(ctx context.Context, fn func(*job.Job) error) (*job.Job, error)
 }
 
-// Publisher publishes one job on GitHub. Every step is idempotent: re-running
+// publisher publishes one job on GitHub. Every step is idempotent: re-running
 // the job (same id) edits the same progress comment, finds the same pull
 // request by its head, and reuses the check run of the same head commit.
-type Publisher struct {
+type publisher struct {
 	c   *gh.Client
 	j   *job.Job
 	tm  *templates.Renderer
-	sv  Saver
+	sv  saver
 	log *slog.Logger
 }
 
-// NewPublisher binds a publisher to a job and its installation client.
-func NewPublisher(c *gh.Client, j *job.Job, tm *templates.Renderer, sv Saver, log *slog.Logger) *Publisher {
-	return &Publisher{c: c, j: j, tm: tm, sv: sv, log: log}
-}
-
-func (p *Publisher) save(ctx context.Context, fn func(pub *job.Publication)) error {
+func (p *publisher) save(ctx context.Context, fn func(pub *job.Publication)) error {
 	fn(&p.j.Publication)
 	_, err := p.sv.Update(ctx, func(j *job.Job) error { fn(&j.Publication); return nil })
 	return err
 }
 
 // React adds a reaction to the triggering comment, if there is one.
-func (p *Publisher) React(ctx context.Context, content string) error {
+func (p *publisher) React(ctx context.Context, content string) error {
 	t := p.j.Trigger
 	if t.CommentID == 0 {
 		return nil
@@ -56,13 +52,13 @@ func (p *Publisher) React(ctx context.Context, content string) error {
 	default:
 		return nil
 	}
-	return mapError(err)
+	return ghapp.MapError(err)
 }
 
 // Progress creates or edits the job's one progress comment. The comment
 // carries the hidden marker, so a job that crashed before it could save the
 // comment id finds its comment again instead of posting a second one.
-func (p *Publisher) Progress(ctx context.Context, rep templates.Report) error {
+func (p *publisher) Progress(ctx context.Context, rep templates.Report) error {
 	body, err := p.tm.Progress(rep)
 	if err != nil {
 		return fmt.Errorf("render progress comment: %w", err)
@@ -72,7 +68,7 @@ func (p *Publisher) Progress(ctx context.Context, rep templates.Report) error {
 	if id == 0 {
 		comments, err := p.c.ListIssueComments(ctx, o, r, p.j.Issue)
 		if err != nil {
-			return mapError(err)
+			return ghapp.MapError(err)
 		}
 		marker, err := templates.Marker(p.j.ID)
 		if err != nil {
@@ -89,25 +85,25 @@ func (p *Publisher) Progress(ctx context.Context, rep templates.Report) error {
 		if _, err := p.c.UpdateIssueComment(ctx, o, r, id, body); err == nil {
 			return p.save(ctx, func(pub *job.Publication) { pub.ProgressCommentID = id })
 		} else if !gh.IsNotFound(err) {
-			return mapError(err)
+			return ghapp.MapError(err)
 		}
 		// The comment was deleted by a human: post a new one.
 	}
 	c, err := p.c.CreateIssueComment(ctx, o, r, p.j.Issue, body)
 	if err != nil {
-		return mapError(err)
+		return ghapp.MapError(err)
 	}
 	return p.save(ctx, func(pub *job.Publication) { pub.ProgressCommentID = c.ID })
 }
 
 // Comment posts a plain comment on the job's issue (plans, failure reports).
-func (p *Publisher) Comment(ctx context.Context, body string) error {
+func (p *publisher) Comment(ctx context.Context, body string) error {
 	_, err := p.c.CreateIssueComment(ctx, p.j.Repo.Owner, p.j.Repo.Name, p.j.Issue, body)
-	return mapError(err)
+	return ghapp.MapError(err)
 }
 
-// PR is the pull request a job published.
-type PR struct {
+// publishedPR is the pull request a job published.
+type publishedPR struct {
 	Number  int
 	URL     string
 	Created bool
@@ -116,56 +112,56 @@ type PR struct {
 // EnsurePR opens the pull request for head → base, or updates the open one
 // found by its head. A draft flag can only be set on creation (GitHub's REST
 // API cannot toggle it).
-func (p *Publisher) EnsurePR(ctx context.Context, head, base, title, body string, draft bool) (PR, error) {
+func (p *publisher) EnsurePR(ctx context.Context, head, base, title, body string, draft bool) (publishedPR, error) {
 	o, r := p.j.Repo.Owner, p.j.Repo.Name
 	find := func() (*gh.PullRequest, error) {
 		prs, err := p.c.ListPullRequestsByHead(ctx, o, r, o, head, "open")
 		if err != nil || len(prs) == 0 {
-			return nil, mapError(err)
+			return nil, ghapp.MapError(err)
 		}
 		return &prs[0], nil
 	}
 	existing, err := find()
 	if err != nil {
-		return PR{}, err
+		return publishedPR{}, err
 	}
 	if existing == nil {
 		created, err := p.c.CreatePullRequest(ctx, o, r, gh.NewPullRequest{Title: title, Head: head, Base: base, Body: body, Draft: draft})
 		if err == nil {
-			pr := PR{Number: created.Number, URL: created.HTMLURL, Created: true}
+			pr := publishedPR{Number: created.Number, URL: created.HTMLURL, Created: true}
 			return pr, p.save(ctx, func(pub *job.Publication) { pub.PRNumber, pub.PRURL, pub.Branch = pr.Number, pr.URL, head })
 		}
 		if !gh.IsValidation(err) {
-			return PR{}, mapError(err)
+			return publishedPR{}, ghapp.MapError(err)
 		}
 		// "A pull request already exists": another attempt created it.
 		if existing, err = find(); err != nil || existing == nil {
-			return PR{}, fmt.Errorf("create pull request for %s: %w", head, mapError(err))
+			return publishedPR{}, fmt.Errorf("create pull request for %s: %w", head, ghapp.MapError(err))
 		}
 	}
 	if _, err := p.c.UpdatePullRequest(ctx, o, r, existing.Number, gh.PullRequestUpdate{Title: &title, Body: &body}); err != nil {
-		return PR{}, mapError(err)
+		return publishedPR{}, ghapp.MapError(err)
 	}
-	pr := PR{Number: existing.Number, URL: existing.HTMLURL}
+	pr := publishedPR{Number: existing.Number, URL: existing.HTMLURL}
 	return pr, p.save(ctx, func(pub *job.Publication) { pub.PRNumber, pub.PRURL, pub.Branch = pr.Number, pr.URL, head })
 }
 
 // Check creates or updates the job's check run on headSHA. status is
 // queued, in_progress or completed (then conclusion is required).
-func (p *Publisher) Check(ctx context.Context, headSHA, status, conclusion, title, summary string) error {
+func (p *publisher) Check(ctx context.Context, headSHA, status, conclusion, title, summary string) error {
 	o, r := p.j.Repo.Owner, p.j.Repo.Name
 	opts := gh.CheckRunOptions{Name: CheckRunName, Status: status, Conclusion: conclusion, ExternalID: p.j.ID,
 		Title: title, Summary: summary, DetailsURL: p.j.Publication.PRURL}
 	if p.j.Publication.CheckRunID != 0 && p.j.Publication.HeadSHA == headSHA {
 		_, err := p.c.UpdateCheckRun(ctx, o, r, p.j.Publication.CheckRunID, opts)
 		if err == nil || !gh.IsNotFound(err) {
-			return mapError(err)
+			return ghapp.MapError(err)
 		}
 	}
 	opts.HeadSHA = headSHA
 	cr, err := p.c.CreateCheckRun(ctx, o, r, opts)
 	if err != nil {
-		return mapError(err)
+		return ghapp.MapError(err)
 	}
 	return p.save(ctx, func(pub *job.Publication) { pub.CheckRunID, pub.HeadSHA = cr.ID, headSHA })
 }

@@ -1,76 +1,28 @@
-package engine
+package report
 
 import (
-	"context"
 	"fmt"
 	"strings"
 
-	"github.com/selfcode/selfcode/app/errs"
-	"github.com/selfcode/selfcode/app/job"
-	"github.com/selfcode/selfcode/app/runner"
 	"github.com/selfcode/selfcode/pipeline"
 	"github.com/selfcode/selfcode/pipeline/repoconfig"
-	"github.com/selfcode/selfcode/pipeline/stage"
 	"github.com/selfcode/selfcode/pipeline/testreport"
 	"github.com/selfcode/selfcode/pipeline/verify"
 	"github.com/selfcode/selfcode/templates"
 )
 
-// Engine runs the pipeline for the job runner.
-type Engine struct {
-	Pipeline *pipeline.Pipeline
-}
-
-type progress struct{ t runner.Task }
-
-func (p progress) Stage(name stage.Name, status stage.Status, summary string) {
-	p.t.Stage(name, status, summary)
-}
-func (p progress) Artifact(name string, data []byte) { p.t.Artifact(name, data) }
-
-// Execute implements runner.Engine.
-func (e Engine) Execute(ctx context.Context, t runner.Task) (runner.Result, error) {
-	cfg := repoconfig.Default()
-	if t.RepoConfig != nil {
-		var err error
-		if cfg, err = repoconfig.Parse(t.RepoConfig); err != nil {
-			return runner.Result{}, errs.E(errs.KindPermanent, ".selfcode.yml on the default branch is invalid", err)
-		}
+// Fill writes what the pipeline produced into rep, the one report of a
+// job: summary, plan, verification table, verdict and reasons, test
+// changes, fix rounds, tokens and the logs worth reading. What the caller
+// set (job, repository, issue, state, files, branch) is kept, and so is
+// its summary when the pipeline has none.
+func Fill(rep *templates.Report, out *pipeline.Output, cfg *repoconfig.Config) {
+	if out.Summary != "" {
+		rep.Summary = out.Summary
 	}
-	if !cfg.Enabled {
-		return runner.Result{Skip: "selfcode is disabled for this repository (`enabled: false` in .selfcode.yml)."}, nil
-	}
-	j := t.Job
-	in := pipeline.Input{
-		JobID: j.ID, Repository: j.Repo.FullName(), Issue: t.Issue.Number, IssueTitle: t.Issue.Title, IssueBody: t.Issue.Body,
-		Instructions: j.Instructions, PlanOnly: j.Kind == job.KindPlan, Dir: t.Dir, BaseSHA: t.BaseSHA,
-		Config: cfg, Progress: progress{t}, Feedback: t.Feedback, BaselineDir: t.BaselineDir, BaselineSHA: t.BaselineSHA,
-	}
-	if in.Issue == 0 {
-		in.Issue, in.IssueTitle, in.IssueBody = j.Issue, j.IssueTitle, j.IssueBody
-	}
-	for _, c := range t.Comments {
-		in.Comments = append(in.Comments, pipeline.Comment{Author: c.Author, Body: c.Body})
-	}
-	out, err := e.Pipeline.Run(ctx, in)
-	if out == nil {
-		return runner.Result{}, err
-	}
-	res := runner.Result{Report: Report(out, cfg), Verified: out.Verified, Verdict: out.Verdict, DraftOnFailure: cfg.DraftOnFailure}
-	res.Title = title(out, j)
-	if err != nil {
-		return res, err
-	}
-	// A plan too wide even after asking for a narrower one: no change, and
-	// the job ends with the reason (the runner tells the issue).
-	res.Skip = out.Skipped
-	return res, nil
-}
-
-// Report turns pipeline output into the templates' report.
-func Report(out *pipeline.Output, cfg *repoconfig.Config) templates.Report {
-	rep := templates.Report{Summary: out.Summary, FixAttempts: out.FixAttempts, MaxFixAttempts: cfg.Limits.MaxFixAttempts,
-		Tokens: templates.TokenUsage{Total: out.Tokens, ByPhase: out.ByPhase}, Duration: out.Duration}
+	rep.FixAttempts, rep.MaxFixAttempts = out.FixAttempts, cfg.Limits.MaxFixAttempts
+	rep.Tokens = templates.TokenUsage{Total: out.Tokens, ByPhase: out.ByPhase}
+	rep.Duration = out.Duration
 	if out.Scope != nil {
 		rep.BlastRadius = out.Scope.BlastRadius
 	}
@@ -84,7 +36,7 @@ func Report(out *pipeline.Output, cfg *repoconfig.Config) templates.Report {
 			p.Steps = append(p.Steps, ps)
 		}
 		rep.Plan = p
-		if rep.Summary == "" {
+		if out.Summary == "" && out.Plan.Summary != "" {
 			rep.Summary = out.Plan.Summary
 		}
 	}
@@ -116,7 +68,6 @@ func Report(out *pipeline.Output, cfg *repoconfig.Config) templates.Report {
 		logs = append(logs, verify.Summarize(*out.Comparison, out.Verify[len(out.Verify)-1].Run, verify.SummaryOptions{MaxTokens: 3000, WorkDir: "/work"}))
 	}
 	rep.Logs = strings.Join(logs, "\n\n")
-	return rep
 }
 
 // rows are the verification table: setup steps that ran on the change,
@@ -229,19 +180,4 @@ func passFail(ok bool) string {
 		return "passed"
 	}
 	return "failed"
-}
-
-// title is the pull request title: the plan's summary when it is short,
-// else the issue's title.
-func title(out *pipeline.Output, j *job.Job) string {
-	if out.Plan != nil {
-		s := strings.TrimSpace(strings.SplitN(out.Plan.Summary, "\n", 2)[0])
-		if s != "" && len(s) <= 72 {
-			return s
-		}
-	}
-	if t := strings.TrimSpace(j.IssueTitle); t != "" {
-		return "Fix #" + fmt.Sprint(j.Issue) + ": " + t
-	}
-	return ""
 }

@@ -1,4 +1,4 @@
-package wire
+package server_test
 
 import (
 	"context"
@@ -9,7 +9,8 @@ import (
 	"testing"
 
 	"github.com/selfcode/selfcode/app/config"
-	"github.com/selfcode/selfcode/app/engine"
+	"github.com/selfcode/selfcode/app/server"
+	"github.com/selfcode/selfcode/internal/e2e"
 	"github.com/selfcode/selfcode/internal/fakegithub"
 )
 
@@ -37,17 +38,27 @@ func TestOverrideDirectories(t *testing.T) {
 	}
 	missing := filepath.Join(dir, "missing")
 
-	if _, err := Pipeline(PipelineOptions{Config: load("SELFCODE_PROMPTS_DIR=" + missing)}); err == nil || !strings.Contains(err.Error(), missing) {
+	if _, err := server.Pipeline(server.PipelineOptions{Config: load("SELFCODE_PROMPTS_DIR=" + missing)}); err == nil || !strings.Contains(err.Error(), missing) {
 		t.Errorf("prompts dir that is not there: %v", err)
 	}
 	good := t.TempDir()
 	os.WriteFile(filepath.Join(good, "nudge.tmpl"), []byte("custom nudge"), 0o600)
-	if _, err := Pipeline(PipelineOptions{Config: load("SELFCODE_PROMPTS_DIR=" + good)}); err != nil {
+	if _, err := server.Pipeline(server.PipelineOptions{Config: load("SELFCODE_PROMPTS_DIR=" + good)}); err != nil {
 		t.Errorf("prompts override: %v", err)
 	}
 
-	deps := GitHub(Options{Config: load("SELFCODE_TEMPLATES_DIR=" + missing), Engine: engine.Engine{}})
-	if _, err := deps(context.Background(), nil, nil, "test"); err == nil || !strings.Contains(err.Error(), missing) {
+	cfg := load("SELFCODE_TEMPLATES_DIR="+missing, "SELFCODE_ADDR=127.0.0.1:0", "SELFCODE_ADMIN_ADDR=127.0.0.1:0")
+	if srv, err := server.New(context.Background(), server.Options{Config: cfg, Pipeline: e2e.NewScripted()}); err == nil || !strings.Contains(err.Error(), missing) {
+		if srv != nil {
+			srv.Run(canceled())
+		}
 		t.Errorf("templates dir that is not there: %v", err)
 	}
+}
+
+// canceled is a context that is already done (Run then shuts down at once).
+func canceled() context.Context {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	return ctx
 }
