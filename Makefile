@@ -64,7 +64,7 @@ fuzz:
 bench:
 	$(GO) test ./handlers -run XXX -bench . -benchtime 5s
 	$(GO) test ./app/sandbox -run XXX -bench . -benchtime 30x
-	$(GO) test ./app/engine -run XXX -bench PipelineOverhead -benchtime 10x
+	$(GO) test ./pipeline -run XXX -bench PipelineOverhead -benchtime 10x
 	$(GO) test ./pipeline/testreport -run XXX -bench Parsers -benchtime 20x
 
 demo:

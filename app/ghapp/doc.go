@@ -1,5 +1,5 @@
-// Package ghapp is selfcode's side of a GitHub conversation: who may trigger
-// it (permission checks), the replies it owes (status, help, denied), the
-// idempotent publishing of a job's progress, check run and pull request, and
-// the comments and label swaps that report on an issue.
+// Package ghapp is selfcode's side of a GitHub conversation outside a job's
+// work: who may trigger it (permission checks), the replies it owes
+// (status, help, denied), the comments and label swaps that report on an
+// issue, and how a GitHub error becomes a job outcome (MapError).
 package ghapp

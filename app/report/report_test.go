@@ -44,3 +44,26 @@ func TestPRBodyListsTheBlastRadius(t *testing.T) {
 		}
 	}
 }
+
+// Fill keeps what the caller set (job, repository, issue, state) and its
+// summary when the pipeline has none; the pipeline's summary, else its
+// plan's, wins otherwise.
+func TestFillKeepsTheHeader(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name string
+		out  *pipeline.Output
+		want string
+	}{
+		{"pipeline summary", &pipeline.Output{Summary: "Did it.", Plan: &pipeline.Plan{Summary: "Plan it."}}, "Did it."},
+		{"plan summary", &pipeline.Output{Plan: &pipeline.Plan{Summary: "Plan it."}}, "Plan it."},
+		{"none", &pipeline.Output{}, "kept"},
+	}
+	for _, tt := range tests {
+		rep := templates.Report{JobID: "01j", Repository: "o/r", Issue: 3, State: "running", Summary: "kept"}
+		report.Fill(&rep, tt.out, repoconfig.Default())
+		if rep.JobID != "01j" || rep.Repository != "o/r" || rep.Issue != 3 || rep.State != "running" || rep.Summary != tt.want {
+			t.Errorf("%s: %+v", tt.name, rep)
+		}
+	}
+}

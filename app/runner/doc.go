@@ -1,5 +1,6 @@
-// Package runner is the worker's JobRunner for pipeline jobs: it takes an
-// installation client, checks out the repository, hands the checkout to an
-// Engine (the pipeline) and publishes what comes back — commit, push, pull
-// request, check run, progress comment and reactions — idempotently.
+// Package runner is the job path for pipeline jobs, in named steps:
+// checkout (the workspace the work starts from and the branch it goes to),
+// execute (the pipeline, and the job's report filled once from its output)
+// and publish (commit, push, pull request, check run) — each idempotent, so
+// a job that runs again edits what it published instead of duplicating it.
 package runner

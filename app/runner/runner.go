@@ -112,11 +112,26 @@ var stageOrder = []stage.Name{stage.Checkout, stage.Plan, stage.Edit, stage.Veri
 
 // Run does the job; see the package comment.
 func (r *Runner) Run(ctx context.Context, j *job.Job, rt worker.Runtime) (job.Outcome, error) {
-	log := rt.Logger()
 	client, err := r.o.Clients.Installation(ctx, j.InstallationID)
 	if err != nil {
 		return "", ghapp.MapError(err)
 	}
+	x := r.begin(j, rt, client)
+	if err := x.pub.React(ctx, gh.ReactionEyes); err != nil {
+		x.log.Warn("add eyes reaction", "err", err)
+	}
+	if err := x.progress(ctx); err != nil {
+		return "", fmt.Errorf("post progress comment: %w", err)
+	}
+	outcome, err := x.work(ctx, client)
+	x.finish(outcome, err)
+	return outcome, err
+}
+
+// begin sets up a job's run: its publisher, its report's header and its
+// stages, all pending.
+func (r *Runner) begin(j *job.Job, rt worker.Runtime, client *gh.Client) *run {
+	log := rt.Logger()
 	x := &run{r: r, j: j, rt: rt, log: log, start: r.o.Now(),
 		pub: &publisher{c: client, j: j, tm: r.o.Templates, sv: rt, log: log}}
 	x.rep = templates.Report{JobID: j.ID, Repository: j.Repo.FullName(), Issue: originalIssue(j), IssueTitle: j.IssueTitle,
@@ -127,15 +142,7 @@ func (r *Runner) Run(ctx context.Context, j *job.Job, rt worker.Runtime) (job.Ou
 		}
 		x.stages = append(x.stages, templates.Stage{Name: name, Status: stage.Pending})
 	}
-	if err := x.pub.React(ctx, gh.ReactionEyes); err != nil {
-		log.Warn("add eyes reaction", "err", err)
-	}
-	if err := x.progress(ctx); err != nil {
-		return "", fmt.Errorf("post progress comment: %w", err)
-	}
-	outcome, err := x.work(ctx, client)
-	x.finish(outcome, err)
-	return outcome, err
+	return x
 }
 
 // originalIssue is the issue a job resolves: for a command on a selfcode

@@ -5,7 +5,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"os"
 	"os/exec"
@@ -16,11 +15,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/selfcode/selfcode/internal/e2e"
 	"github.com/selfcode/selfcode/internal/fixtures"
 	"github.com/selfcode/selfcode/internal/poll"
 )
 
-const testSecret = "process-test-secret"
+const testSecret = e2e.Secret
 
 var (
 	buildOnce sync.Once
@@ -147,21 +147,9 @@ func (p *proc) term(t *testing.T) {
 
 var client = &http.Client{Timeout: 30 * time.Second}
 
+// deliver posts a webhook signed with the test secret.
 func (p *proc) deliver(event, id string, body []byte) (int, map[string]any, error) {
-	req, _ := http.NewRequest(http.MethodPost, "http://"+p.addr+"/webhook", bytes.NewReader(body))
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("X-GitHub-Event", event)
-	req.Header.Set("X-GitHub-Delivery", id)
-	req.Header.Set("X-Hub-Signature-256", fixtures.Sign([]byte(testSecret), body))
-	resp, err := client.Do(req)
-	if err != nil {
-		return 0, nil, err
-	}
-	defer resp.Body.Close()
-	var out map[string]any
-	raw, _ := io.ReadAll(resp.Body)
-	_ = json.Unmarshal(raw, &out)
-	return resp.StatusCode, out, nil
+	return e2e.Deliver("http://"+p.addr+"/webhook", []byte(testSecret), event, id, body)
 }
 
 type apiJob struct {
@@ -197,15 +185,11 @@ func (p *proc) allJobs(t *testing.T) []apiJob {
 	return nil
 }
 
+// commandPayload is a command on an issue of the sample repository, by
+// the sender of GitHub's published example (Codertocat).
 func commandPayload(t *testing.T, issue int, text string) []byte {
 	t.Helper()
-	b, err := fixtures.Payload("issue_comment.created.with-installation.json")
-	if err != nil {
-		t.Fatal(err)
-	}
-	b = fixtures.MustSet(b, "comment.body", text)
-	b = fixtures.MustSet(b, "issue.number", issue)
-	return fixtures.MustSet(b, "comment.id", 1000+issue)
+	return e2e.CommentPayload(e2e.Repo, issue, int64(1000+issue), "Codertocat", text)
 }
 
 func readLines(path string) []string {

@@ -18,8 +18,8 @@ import (
 	"time"
 
 	"github.com/selfcode/selfcode/app/config"
+	"github.com/selfcode/selfcode/internal/e2e"
 	"github.com/selfcode/selfcode/internal/fakegithub"
-	"github.com/selfcode/selfcode/internal/fixtures"
 )
 
 // setupRun is a `selfcode setup` process whose page is being driven.
@@ -243,10 +243,10 @@ func TestSetupCommand(t *testing.T) {
 			// in the environment and verifies deliveries with the file's secret.
 			p := startServe(t, []string{"serve", "--config", out}, dir)
 			body2 := commandPayload(t, 3, "/selfcode hello")
-			if code, _, err := p.deliverSigned("issue_comment", "setup-1", body2, []byte(testSecret)); err != nil || code != http.StatusUnauthorized {
+			if code, _, err := e2e.Deliver("http://"+p.addr+"/webhook", []byte(testSecret), "issue_comment", "setup-1", body2); err != nil || code != http.StatusUnauthorized {
 				t.Fatalf("delivery signed with another secret: %d %v", code, err)
 			}
-			if code, _, err := p.deliverSigned("issue_comment", "setup-2", body2, []byte(cfg.WebhookSecret)); err != nil || code != http.StatusAccepted {
+			if code, _, err := e2e.Deliver("http://"+p.addr+"/webhook", []byte(cfg.WebhookSecret), "issue_comment", "setup-2", body2); err != nil || code != http.StatusAccepted {
 				t.Fatalf("delivery signed with the file's secret: %d %v", code, err)
 			}
 			if logs := p.logText(); strings.Contains(logs, cfg.WebhookSecret) || strings.Contains(logs, "PRIVATE KEY") {
@@ -266,24 +266,6 @@ func startServe(t *testing.T, args []string, dataDir string) *proc {
 		"SELFCODE_DATA_DIR=" + filepath.Join(dataDir, "data"), "SELFCODE_ADDR=127.0.0.1:0", "SELFCODE_ADMIN_ADDR=127.0.0.1:0",
 		"SELFCODE_TEST_RUNS=" + runs, "SELFCODE_SHUTDOWN_TIMEOUT=5s", "SELFCODE_ENABLED=false",
 	}, runs)
-}
-
-// deliverSigned posts a webhook signed with secret.
-func (p *proc) deliverSigned(event, id string, body, secret []byte) (int, map[string]any, error) {
-	req, _ := http.NewRequest(http.MethodPost, "http://"+p.addr+"/webhook", bytes.NewReader(body))
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("X-GitHub-Event", event)
-	req.Header.Set("X-GitHub-Delivery", id)
-	req.Header.Set("X-Hub-Signature-256", fixtures.Sign(secret, body))
-	resp, err := client.Do(req)
-	if err != nil {
-		return 0, nil, err
-	}
-	defer resp.Body.Close()
-	var out map[string]any
-	raw, _ := io.ReadAll(resp.Body)
-	_ = json.Unmarshal(raw, &out)
-	return resp.StatusCode, out, nil
 }
 
 func TestSetupRefusesBadUsage(t *testing.T) {

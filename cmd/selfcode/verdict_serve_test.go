@@ -5,16 +5,15 @@ import (
 	"fmt"
 	"net/http"
 	"os"
-	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/selfcode/selfcode/internal/dockertest"
+	"github.com/selfcode/selfcode/internal/e2e"
 	"github.com/selfcode/selfcode/internal/fakegithub"
 	"github.com/selfcode/selfcode/internal/fakeopenai"
-	"github.com/selfcode/selfcode/internal/fixtures"
 	"github.com/selfcode/selfcode/internal/poll"
 )
 
@@ -23,7 +22,7 @@ import (
 // whose requirement cannot be fetched ends unverified, and a regression
 // hidden behind a `make test` that fails on the base too ends failed.
 
-const ghOwner, ghRepo = "Codertocat", "Hello-World"
+const ghOwner, ghRepo = e2e.Owner, e2e.Repo
 
 // emptyGoProxy serves a Go module proxy on the Docker bridge that knows
 // no module, and counts the requests it answered.
@@ -48,36 +47,17 @@ type serveCase struct {
 // scripted model, and `selfcode serve` pointed at both.
 func serveWith(t *testing.T, files map[string]string, script []fakeopenai.Step, env ...string) *serveCase {
 	t.Helper()
-	gh, err := fakegithub.New(fakegithub.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { gh.Close() })
-	gh.AddInstallation(1, ghOwner)
-	if err := gh.AddRepo(ghOwner, ghRepo, fakegithub.RepoOptions{DefaultBranch: "main", Files: files}); err != nil {
-		t.Fatal(err)
-	}
-	if err := gh.SetPermission(ghOwner, ghRepo, "maint", "maintain"); err != nil {
-		t.Fatal(err)
-	}
+	gh := e2e.GitHub(t, e2e.GitHubOptions{Repos: map[string]map[string]string{ghRepo: files}, Users: map[string]string{"maint": "maintain"}})
 	model, err := fakeopenai.New(fakeopenai.Options{Script: script})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { model.Close() })
-	dir := t.TempDir()
-	key := filepath.Join(dir, "app.pem")
-	if err := os.WriteFile(key, gh.PrivateKeyPEM(), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	p := launch(t, []string{"serve"}, append(append([]string{
-		"PATH=" + os.Getenv("PATH"), "HOME=" + os.Getenv("HOME"),
-		"SELFCODE_WEBHOOK_SECRET=" + testSecret, "SELFCODE_DATA_DIR=" + filepath.Join(dir, "data"),
-		"SELFCODE_ADDR=127.0.0.1:0", "SELFCODE_ADMIN_ADDR=127.0.0.1:0", "SELFCODE_SHUTDOWN_TIMEOUT=5s",
-		fmt.Sprint("SELFCODE_APP_ID=", gh.AppID()), "SELFCODE_PRIVATE_KEY_PATH=" + key, "SELFCODE_GITHUB_API_URL=" + gh.URL(),
-		"SELFCODE_LLM_BASE_URL=" + model.URL(), "SELFCODE_LLM_API_KEY=test",
+	p := launch(t, []string{"serve"}, append(append(append(e2e.Env(t, gh, t.TempDir()),
+		"PATH="+os.Getenv("PATH"), "HOME="+os.Getenv("HOME"),
+		"SELFCODE_LLM_BASE_URL="+model.URL(), "SELFCODE_LLM_API_KEY=test",
 		"SELFCODE_LLM_MODEL_PLANNER=planner", "SELFCODE_LLM_MODEL_EDITOR=editor", "SELFCODE_LLM_MODEL_FIXER=fixer", "SELFCODE_LLM_MODEL_REPORTER=reporter",
-	}, dockerEnv()...), env...), "")
+	), dockerEnv()...), env...), "")
 	return &serveCase{gh: gh, model: model, proc: p}
 }
 
@@ -92,9 +72,7 @@ func (c *serveCase) trigger(t *testing.T, text string) {
 		t.Fatal(err)
 	}
 	c.comment = cm.ID
-	body := fixtures.Load(t, "issue_comment.created.with-installation.json",
-		"comment.body", text, "comment.id", cm.ID, "comment.user.login", "maint", "sender.login", "maint",
-		"issue.number", 1, "installation.id", 1)
+	body := e2e.CommentPayload(ghRepo, 1, cm.ID, "maint", text)
 	code, _, err := c.proc.deliver("issue_comment", fmt.Sprint("d-", cm.ID), body)
 	if err != nil || code != http.StatusAccepted {
 		t.Fatalf("deliver: %d %v\n%s", code, err, c.proc.logText())

@@ -1,0 +1,461 @@
+package runner
+
+import (
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/selfcode/selfcode/app/errs"
+	gh "github.com/selfcode/selfcode/app/github"
+	"github.com/selfcode/selfcode/app/gitops"
+	"github.com/selfcode/selfcode/app/job"
+	"github.com/selfcode/selfcode/internal/fakegithub"
+	"github.com/selfcode/selfcode/pipeline"
+	"github.com/selfcode/selfcode/pipeline/stage"
+	"github.com/selfcode/selfcode/pipeline/verify"
+	"github.com/selfcode/selfcode/templates"
+)
+
+// The step tests run each step of the job path on its own against the
+// simulated GitHub (REST and git over HTTP) with real git; the pipeline
+// is a function.
+
+const owner, repoName = "Codertocat", "Hello-World"
+
+var sample = map[string]string{
+	"go.mod":   "module example.com/hello\n\ngo 1.22\n",
+	"greet.go": "package hello\n\nfunc Greet() string { return \"Hello\" }\n",
+}
+
+type pipelineFunc func(ctx context.Context, in pipeline.Input) (*pipeline.Output, error)
+
+func (f pipelineFunc) Run(ctx context.Context, in pipeline.Input) (*pipeline.Output, error) { return f(ctx, in) }
+
+// runtime is worker.Runtime over a job kept in memory.
+type runtime struct {
+	mu        sync.Mutex
+	j         job.Job
+	artifacts map[string][]byte
+}
+
+func (r *runtime) Update(ctx context.Context, fn func(*job.Job) error) (*job.Job, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if err := fn(&r.j); err != nil {
+		return nil, err
+	}
+	j := r.j
+	return &j, nil
+}
+
+func (r *runtime) PutArtifact(ctx context.Context, name string, data []byte) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.artifacts[name] = data
+	return nil
+}
+
+func (r *runtime) Logger() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
+
+func (r *runtime) job() job.Job { r.mu.Lock(); defer r.mu.Unlock(); return r.j }
+
+type stepEnv struct {
+	t      *testing.T
+	fake   *fakegithub.Server
+	client *gh.Client
+	r      *Runner
+	pipe   pipelineFunc
+}
+
+// newStepEnv starts the simulated GitHub with the sample repository (plus
+// files) and a runner whose pipeline calls pipe.
+func newStepEnv(t *testing.T, files map[string]string, pipe pipelineFunc) *stepEnv {
+	t.Helper()
+	fake, err := fakegithub.New(fakegithub.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { fake.Close() })
+	fake.AddInstallation(1, owner)
+	all := map[string]string{}
+	for k, v := range sample {
+		all[k] = v
+	}
+	for k, v := range files {
+		all[k] = v
+	}
+	if err := fake.AddRepo(owner, repoName, fakegithub.RepoOptions{DefaultBranch: "main", Files: all}); err != nil {
+		t.Fatal(err)
+	}
+	factory, err := gh.New(gh.Options{AppID: fake.AppID(), PrivateKeyPEM: fake.PrivateKeyPEM(), BaseURL: fake.URL(), BaseBackoff: time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	client, err := factory.Installation(context.Background(), 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tm, err := templates.New(templates.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	git, err := gitops.New(gitops.Options{Dir: t.TempDir(), Identity: gitops.Identity{Name: fake.BotLogin(), Email: "bot@users.noreply.github.com"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := &stepEnv{t: t, fake: fake, client: client, pipe: pipe}
+	e.r, err = New(Options{Clients: factory, Templates: tm, Git: func(context.Context) (*gitops.Git, error) { return git, nil },
+		Pipeline: pipelineFunc(func(ctx context.Context, in pipeline.Input) (*pipeline.Output, error) { return e.pipe(ctx, in) })})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return e
+}
+
+// issueJob is a /selfcode command on a new issue.
+func (e *stepEnv) issueJob(kind job.Kind) *job.Job {
+	e.t.Helper()
+	n, err := e.fake.AddIssue(owner, repoName, fakegithub.Issue{Title: "Greeting is too short", Body: "Say more.", User: "writer"})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return &job.Job{ID: "01job" + strings.Repeat("x", n), Kind: kind, Repo: job.Repo{Owner: owner, Name: repoName}, Issue: n,
+		IssueTitle: "Greeting is too short", InstallationID: 1, Instructions: "say hello to the world",
+		Trigger: job.Trigger{Source: job.SourceIssueComment, Sender: "writer"}}
+}
+
+// prJob is a command on pull request n.
+func (e *stepEnv) prJob(n int) *job.Job {
+	return &job.Job{ID: "01pr" + strings.Repeat("y", n), Kind: job.KindRun, Repo: job.Repo{Owner: owner, Name: repoName}, Issue: n, IsPR: true,
+		InstallationID: 1, Instructions: "tweak it", Trigger: job.Trigger{Source: job.SourceIssueComment, Sender: "maint"}}
+}
+
+func (e *stepEnv) begin(j *job.Job) (*run, *runtime) {
+	rt := &runtime{j: *j, artifacts: map[string][]byte{}}
+	return e.r.begin(j, rt, e.client), rt
+}
+
+func stageOf(j job.Job, name stage.Name) job.Stage {
+	for _, s := range j.Stages {
+		if s.Name == name {
+			return s
+		}
+	}
+	return job.Stage{}
+}
+
+// An issue job rebuilds selfcode/issue-N from the default branch; when a
+// person pushed to that branch, their commits are kept and the push
+// becomes fast-forward.
+func TestCheckout(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name        string
+		humanCommit bool
+	}{{"new branch from main", false}, {"someone else's commits on the branch", true}}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			e := newStepEnv(t, nil, nil)
+			j := e.issueJob(job.KindRun)
+			human := ""
+			if tt.humanCommit {
+				sha, err := e.fake.CommitFiles(owner, repoName, "selfcode/issue-1", "by hand", map[string]string{"HUMAN.md": "mine\n"})
+				if err != nil {
+					t.Fatal(err)
+				}
+				human = sha
+			}
+			x, rt := e.begin(j)
+			w, _, err := x.checkout(context.Background(), e.client)
+			if err != nil || w == nil {
+				t.Fatalf("checkout: %v", err)
+			}
+			defer w.close()
+			if w.branch != "selfcode/issue-1" || w.base != "main" || w.expected != human || w.fastForward != tt.humanCommit {
+				t.Fatalf("workspace: branch %s base %s expected %q fast-forward %v", w.branch, w.base, w.expected, w.fastForward)
+			}
+			_, err = os.Stat(filepath.Join(w.in.Dir, "HUMAN.md"))
+			if tt.humanCommit != (err == nil) {
+				t.Fatalf("HUMAN.md in the checkout: %v", err)
+			}
+			if b, err := os.ReadFile(filepath.Join(w.in.Dir, "greet.go")); err != nil || !strings.Contains(string(b), "Hello") {
+				t.Fatalf("greet.go: %q %v", b, err)
+			}
+			if w.in.JobID != j.ID || w.in.Issue != j.Issue || w.in.BaseSHA == "" || w.in.Progress == nil {
+				t.Fatalf("pipeline input %+v", w.in)
+			}
+			if s := stageOf(rt.job(), stage.Checkout); s.Status != stage.Pass {
+				t.Fatalf("checkout stage %+v", s)
+			}
+		})
+	}
+}
+
+// A command on a closed pull request or one from a fork ends at checkout
+// with a reply and no change.
+func TestCheckoutRefusesClosedAndForkPRs(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name  string
+		pr    fakegithub.PullRequest
+		close bool
+		reply string
+	}{
+		{"closed", fakegithub.PullRequest{Title: "Feature", Head: "feature", Base: "main", User: "writer"}, true, "is closed"},
+		{"fork", fakegithub.PullRequest{Title: "Fork", Head: "feature", HeadOwner: "someone", Base: "main", User: "someone"}, false, "comes from a fork"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			e := newStepEnv(t, nil, nil)
+			headOwner := owner
+			if tt.pr.HeadOwner != "" {
+				headOwner = tt.pr.HeadOwner
+				if err := e.fake.AddRepo(headOwner, repoName, fakegithub.RepoOptions{ForkOf: owner + "/" + repoName}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if _, err := e.fake.CommitFiles(headOwner, repoName, "feature", "work", map[string]string{"NOTES.md": "x\n"}); err != nil {
+				t.Fatal(err)
+			}
+			pr, err := e.fake.AddPullRequest(owner, repoName, tt.pr)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tt.close {
+				if err := e.fake.SetPullRequestState(owner, repoName, pr.Number, "closed"); err != nil {
+					t.Fatal(err)
+				}
+			}
+			x, rt := e.begin(e.prJob(pr.Number))
+			w, outcome, err := x.checkout(context.Background(), e.client)
+			if w != nil || err != nil || outcome != job.OutcomeNoChange {
+				t.Fatalf("checkout: workspace %v outcome %s err %v", w != nil, outcome, err)
+			}
+			if s := stageOf(rt.job(), stage.Checkout); s.Status != stage.Skipped {
+				t.Fatalf("checkout stage %+v", s)
+			}
+			found := false
+			for _, c := range e.fake.Comments(owner, repoName, pr.Number) {
+				found = found || strings.Contains(c.Body, tt.reply)
+			}
+			if !found {
+				t.Fatalf("no reply saying the PR %s", tt.reply)
+			}
+		})
+	}
+}
+
+// verifiedChange edits greet.go and reports the verdict given.
+func verifiedChange(v verify.Verdict) pipelineFunc {
+	return func(ctx context.Context, in pipeline.Input) (*pipeline.Output, error) {
+		in.Progress.Stage(stage.Plan, stage.Pass, "greet")
+		if err := os.WriteFile(filepath.Join(in.Dir, "greet.go"), []byte("package hello\n\nfunc Greet() string { return \"Hello, world\" }\n"), 0o644); err != nil {
+			return nil, err
+		}
+		passed := v == verify.Verified
+		return &pipeline.Output{Plan: &pipeline.Plan{Summary: "Greet the world"}, Summary: "Changed the greeting.", Verdict: v, Verified: passed,
+			Tokens: 7, Verify: []pipeline.VerifyResult{{Run: verify.Run{Passed: passed,
+				Commands: []verify.CommandResult{{Name: "test", Run: "go test ./...", Passed: passed}}}}},
+			Comparison: &verify.Comparison{Verdict: v, Verified: passed}}, nil
+	}
+}
+
+// execute hands the pipeline the job and the repository's configuration
+// from the default branch, fills the report once from its output, and ends
+// the job itself when there is nothing to publish.
+func TestExecute(t *testing.T) {
+	t.Parallel()
+	tooWide := func(ctx context.Context, in pipeline.Input) (*pipeline.Output, error) {
+		return &pipeline.Output{Skipped: "The plan touches too much."}, nil
+	}
+	plan := func(ctx context.Context, in pipeline.Input) (*pipeline.Output, error) {
+		if !in.PlanOnly {
+			return nil, errors.New("not a plan-only run")
+		}
+		return &pipeline.Output{Plan: &pipeline.Plan{Summary: "Edit greet.go", Steps: []pipeline.PlanStep{{ID: "1", Title: "edit greet.go"}}}}, nil
+	}
+	broken := func(ctx context.Context, in pipeline.Input) (*pipeline.Output, error) {
+		return nil, errs.E(errs.KindTransient, "the model is down", nil)
+	}
+	tests := []struct {
+		name     string
+		config   string
+		kind     job.Kind
+		pipe     pipelineFunc
+		done     bool
+		outcome  job.Outcome
+		errKind  errs.Kind
+		reply    string
+		verified bool
+	}{
+		{"verified change", "", job.KindRun, verifiedChange(verify.Verified), false, "", errs.KindUnknown, "", true},
+		{"disabled repository", "enabled: false\n", job.KindRun, verifiedChange(verify.Verified), true, "", errs.KindCanceled, "disabled for this repository", false},
+		{"invalid configuration", "verify: 3\n", job.KindRun, verifiedChange(verify.Verified), true, "", errs.KindPermanent, "", false},
+		{"plan too wide", "", job.KindRun, tooWide, true, "", errs.KindCanceled, "touches too much", false},
+		{"plan command", "", job.KindPlan, plan, true, job.OutcomePlanPosted, errs.KindUnknown, "Edit greet.go", false},
+		{"pipeline error", "", job.KindRun, broken, true, "", errs.KindTransient, "", false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			files := map[string]string{}
+			if tt.config != "" {
+				files[".selfcode.yml"] = tt.config
+			}
+			e := newStepEnv(t, files, tt.pipe)
+			j := e.issueJob(tt.kind)
+			x, rt := e.begin(j)
+			w, _, err := x.checkout(context.Background(), e.client)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer w.close()
+			res, outcome, done, err := x.execute(context.Background(), e.client, w)
+			if done != tt.done || outcome != tt.outcome || errs.KindOf(err) != tt.errKind || (err == nil) != (tt.errKind == errs.KindUnknown) {
+				t.Fatalf("done %v outcome %q err %v (kind %v)", done, outcome, err, errs.KindOf(err))
+			}
+			if tt.reply != "" {
+				found := false
+				for _, c := range e.fake.Comments(owner, repoName, j.Issue) {
+					found = found || strings.Contains(c.Body, tt.reply)
+				}
+				if !found {
+					t.Fatalf("no reply containing %q", tt.reply)
+				}
+			}
+			if !tt.verified {
+				return
+			}
+			rep := x.report()
+			if !res.verified || res.title != "Greet the world" || rep.Summary != "Changed the greeting." || rep.Verdict != string(verify.Verified) ||
+				len(rep.Verification) != 1 || rep.JobID != j.ID || rep.Issue != j.Issue {
+				t.Fatalf("result %+v report %+v", res, rep)
+			}
+			if rt.job().Tokens != 7 {
+				t.Fatalf("tokens recorded: %d", rt.job().Tokens)
+			}
+		})
+	}
+}
+
+// publish pushes the change and opens a pull request whose draft state and
+// check run follow the verdict; an unverified change with
+// draft_on_failure off is a comment instead; no change publishes nothing.
+func TestPublish(t *testing.T) {
+	t.Parallel()
+	noChange := func(ctx context.Context, in pipeline.Input) (*pipeline.Output, error) {
+		return &pipeline.Output{Summary: "Nothing to do.", Verdict: verify.Verified, Verified: true}, nil
+	}
+	tests := []struct {
+		name       string
+		config     string
+		pipe       pipelineFunc
+		outcome    job.Outcome
+		prs        int
+		draft      bool
+		conclusion string
+	}{
+		{"verified", "", verifiedChange(verify.Verified), job.OutcomePROpened, 1, false, "success"},
+		{"failed", "", verifiedChange(verify.Failed), job.OutcomeVerificationFailed, 1, true, "failure"},
+		{"unverified", "", verifiedChange(verify.Unverified), job.OutcomeUnverified, 1, true, "neutral"},
+		{"failed, no drafts", "draft_on_failure: false\n", verifiedChange(verify.Failed), job.OutcomeVerificationFailed, 0, false, ""},
+		{"no change", "", noChange, job.OutcomeNoChange, 0, false, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			files := map[string]string{}
+			if tt.config != "" {
+				files[".selfcode.yml"] = tt.config
+			}
+			e := newStepEnv(t, files, tt.pipe)
+			j := e.issueJob(job.KindRun)
+			x, rt := e.begin(j)
+			w, _, err := x.checkout(context.Background(), e.client)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer w.close()
+			res, _, done, err := x.execute(context.Background(), e.client, w)
+			if done || err != nil {
+				t.Fatalf("execute: %v", err)
+			}
+			outcome, err := x.publish(context.Background(), e.client, w, res)
+			if err != nil || outcome != tt.outcome {
+				t.Fatalf("publish: %s %v", outcome, err)
+			}
+			prs := e.fake.PullRequests(owner, repoName)
+			if len(prs) != tt.prs || (tt.prs == 1 && (prs[0].Draft != tt.draft || prs[0].Head != "selfcode/issue-1" || !strings.Contains(prs[0].Body, "Closes #1"))) {
+				t.Fatalf("pull requests %+v", prs)
+			}
+			_, err = e.fake.BranchSHA(owner, repoName, "selfcode/issue-1")
+			if (tt.prs == 1) != (err == nil) {
+				t.Fatalf("branch pushed: %v, want %v", err == nil, tt.prs == 1)
+			}
+			if tt.conclusion != "" {
+				runs := e.fake.CheckRuns(owner, repoName)
+				if len(runs) == 0 || runs[len(runs)-1].Conclusion != tt.conclusion {
+					t.Fatalf("check runs %+v", runs)
+				}
+				if rt.artifacts["report.json"] == nil || rt.artifacts["diff.patch"] == nil {
+					t.Fatal("report.json or diff.patch not stored")
+				}
+			}
+			if tt.name == "failed, no drafts" {
+				found := false
+				for _, c := range e.fake.Comments(owner, repoName, j.Issue) {
+					found = found || strings.Contains(c.Body, "go test ./...")
+				}
+				if !found {
+					t.Fatal("no failure report comment")
+				}
+			}
+		})
+	}
+}
+
+// A branch that moved while the job ran is not overwritten: the push
+// fails as transient so the job runs again on the new head.
+func TestPushRefusesABranchThatMoved(t *testing.T) {
+	t.Parallel()
+	e := newStepEnv(t, nil, verifiedChange(verify.Verified))
+	x, _ := e.begin(e.issueJob(job.KindRun))
+	w, _, err := x.checkout(context.Background(), e.client)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.close()
+	res, _, _, err := x.execute(context.Background(), e.client, w)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.fake.CommitFiles(owner, repoName, "selfcode/issue-1", "meanwhile", map[string]string{"LATE.md": "late\n"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := x.publish(context.Background(), e.client, w, res); errs.KindOf(err) != errs.KindTransient {
+		t.Fatalf("push over a moved branch: %v", err)
+	}
+	if f, err := e.fake.FileAt(owner, repoName, "selfcode/issue-1", "LATE.md"); err != nil || f != "late\n" {
+		t.Fatalf("the other commit was lost: %q %v", f, err)
+	}
+}
+
+// The commit message quotes the request and names the issue and the job.
+func TestCommitMessage(t *testing.T) {
+	t.Parallel()
+	j := &job.Job{ID: "01abc", Instructions: "make it\nfriendlier", Trigger: job.Trigger{Sender: "writer"}}
+	got := commitMessage("Greet the world\nmore", j, 7)
+	want := "Greet the world\n\nRequested by @writer:\n> make it\n> friendlier\n\nRefs #7\nSelfcode-Job: 01abc\n"
+	if got != want {
+		t.Fatalf("commit message:\n%q\nwant\n%q", got, want)
+	}
+}
