@@ -36,7 +36,9 @@ var sample = map[string]string{
 
 type pipelineFunc func(ctx context.Context, in pipeline.Input) (*pipeline.Output, error)
 
-func (f pipelineFunc) Run(ctx context.Context, in pipeline.Input) (*pipeline.Output, error) { return f(ctx, in) }
+func (f pipelineFunc) Run(ctx context.Context, in pipeline.Input) (*pipeline.Output, error) {
+	return f(ctx, in)
+}
 
 // runtime is worker.Runtime over a job kept in memory.
 type runtime struct {
