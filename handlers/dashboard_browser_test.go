@@ -18,6 +18,7 @@ import (
 	"github.com/selfcode/selfcode/app/store"
 	"github.com/selfcode/selfcode/app/worker"
 	"github.com/selfcode/selfcode/internal/browsertest"
+	"github.com/selfcode/selfcode/internal/poll"
 	"github.com/selfcode/selfcode/pipeline/stage"
 )
 
@@ -116,20 +117,13 @@ func (quietNotifier) Control(context.Context, *job.Job, worker.ControlReply) err
 
 func waitState(t *testing.T, st *store.Store, id string, want job.State) *job.Job {
 	t.Helper()
-	deadline := time.Now().Add(15 * time.Second)
-	for {
-		j, err := st.Get(context.Background(), id)
-		if err == nil && j.State == want {
-			return j
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("job %s: state %v (err %v), want %s", id, j.State, err, want)
-		}
-		select {
-		case <-st.Wait():
-		case <-time.After(20 * time.Millisecond):
-		}
-	}
+	var j *job.Job
+	poll.Until(t, fmt.Sprintf("job %s to be %s", id, want), 15*time.Second, func() bool {
+		got, err := st.Get(context.Background(), id)
+		j = got
+		return err == nil && got.State == want
+	})
+	return j
 }
 
 func TestDashboardInBrowser(t *testing.T) {

@@ -11,6 +11,8 @@ import (
 
 	"github.com/containerd/errdefs"
 	"github.com/docker/docker/client"
+
+	"github.com/selfcode/selfcode/internal/poll"
 )
 
 // Environment variables of the tests.
@@ -134,20 +136,13 @@ func mustExec(t testing.TB, c *Container, cmd Cmd) Result {
 // after within.
 func waitGone(t testing.TB, api *client.Client, id string, within time.Duration) {
 	t.Helper()
-	deadline := time.Now().Add(within)
-	for {
+	poll.Until(t, "container "+shortID(id)+" to be removed", within, func() bool {
 		_, err := api.ContainerInspect(context.Background(), id)
-		if errdefs.IsNotFound(err) {
-			return
-		}
-		if err != nil {
+		if err != nil && !errdefs.IsNotFound(err) {
 			t.Fatalf("inspect %s: %v", shortID(id), err)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("container %s still exists %s later", shortID(id), within)
-		}
-		<-time.After(25 * time.Millisecond)
-	}
+		return errdefs.IsNotFound(err)
+	})
 }
 
 // volumeExists reports whether the named volume exists.

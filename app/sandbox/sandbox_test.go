@@ -18,6 +18,8 @@ import (
 	"github.com/docker/docker/api/types/filters"
 	"github.com/docker/docker/api/types/mount"
 	"github.com/docker/docker/api/types/volume"
+
+	"github.com/selfcode/selfcode/internal/poll"
 )
 
 func TestContainerIsLockedDown(t *testing.T) {
@@ -447,16 +449,9 @@ func TestCancelRemovesContainer(t *testing.T) {
 		_, err := c.Exec(ctx, Cmd{Run: "touch /tmp/started; sleep 3600"})
 		done <- err
 	}()
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		res := mustExec(t, c, Cmd{Run: "test -e /tmp/started"})
-		if res.ExitCode == 0 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the command did not start within 30s")
-		}
-	}
+	poll.Until(t, "the command to start", 30*time.Second, func() bool {
+		return mustExec(t, c, Cmd{Run: "test -e /tmp/started"}).ExitCode == 0
+	})
 	cancel()
 	waitGone(t, api, c.ID(), 5*time.Second)
 	select {

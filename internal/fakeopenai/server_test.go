@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/selfcode/selfcode/internal/fakeopenai"
+	"github.com/selfcode/selfcode/internal/poll"
 )
 
 func start(t *testing.T, opts fakeopenai.Options) *fakeopenai.Server {
@@ -315,13 +316,7 @@ func TestCloseEndsDelays(t *testing.T) {
 		}
 		done <- err
 	}()
-	deadline := time.Now().Add(10 * time.Second)
-	for len(srv.Requests()) == 0 {
-		if time.Now().After(deadline) {
-			t.Fatal("request never arrived")
-		}
-		time.Sleep(5 * time.Millisecond) // polling, not synchronisation
-	}
+	poll.Until(t, "the request to arrive", 10*time.Second, func() bool { return len(srv.Requests()) > 0 })
 	if err := srv.Close(); err != nil {
 		t.Errorf("Close: %v", err)
 	}
