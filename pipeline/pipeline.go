@@ -35,6 +35,9 @@ type SandboxSpec struct {
 	Image        string // empty: the server's default image
 	Deadline     time.Time
 	SetupNetwork bool
+	// Cache names the repository whose own warm caches (build, modules,
+	// packages) the sandbox may mount; never another repository's.
+	Cache string
 }
 
 // Session is one job's running container.
@@ -684,7 +687,8 @@ func (s *jobState) start(ctx context.Context, dir string) (Session, []verify.Com
 	for _, st := range steps {
 		network = network || st.Network
 	}
-	sess, err := s.p.o.Sandbox.Start(ctx, SandboxSpec{JobID: s.in.JobID, Image: s.cfg.Image, Deadline: deadline, SetupNetwork: network})
+	sess, err := s.p.o.Sandbox.Start(ctx, SandboxSpec{JobID: s.in.JobID, Image: s.cfg.Image, Deadline: deadline,
+		SetupNetwork: network, Cache: s.in.Repository})
 	if err != nil {
 		return nil, nil, fmt.Errorf("start sandbox: %w", err)
 	}

@@ -16,6 +16,7 @@ import (
 
 	"github.com/selfcode/selfcode/internal/dockertest"
 	"github.com/selfcode/selfcode/internal/fakeopenai"
+	"github.com/selfcode/selfcode/pipeline"
 	"github.com/selfcode/selfcode/pipeline/verify"
 )
 
@@ -82,7 +83,9 @@ func npmRegistry(t *testing.T, name, version string, files map[string]string) (s
 // the change is then verified offline with it.
 func TestSetupInstallsFromALocalRegistry(t *testing.T) {
 	t.Parallel()
-	dockertest.Manager(t)
+	m := dockertest.Manager(t)
+	// A repository whose npm cache is empty, so the download is needed.
+	repo := dockertest.FreshRepo(t, m, "registry")
 	registry, downloads := npmRegistry(t, "words-local", "1.0.0", map[string]string{
 		"package.json": `{"name":"words-local","version":"1.0.0","main":"index.js"}`,
 		"index.js":     "exports.greeting = () => \"hello\";\n",
@@ -99,7 +102,7 @@ func TestSetupInstallsFromALocalRegistry(t *testing.T) {
 		editor(call("str_replace", map[string]any{"path": "greet.js", "old_str": `name + "."`, "new_str": `name + "!"`})),
 		editor(call("finish", map[string]any{"summary": "greet ends with !"})),
 	}...)
-	out, err := h.run()
+	out, err := h.run(func(in *pipeline.Input) { in.Repository = repo })
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -34,6 +34,7 @@ type Config struct {
 	SandboxMemoryMB      int64         `env:"SELFCODE_SANDBOX_MEMORY_MB" yaml:"sandbox_memory_mb" default:"2048" check:"positive" desc:"memory of a job container in MiB (swap is not allowed on top)"`
 	SandboxMilliCPUs     int64         `env:"SELFCODE_SANDBOX_MILLICPUS" yaml:"sandbox_millicpus" default:"1000" check:"positive" desc:"CPU of a job container in thousandths of a CPU"`
 	SandboxPids          int64         `env:"SELFCODE_SANDBOX_PIDS" yaml:"sandbox_pids" default:"512" check:"positive" desc:"processes and threads a job container may have"`
+	CacheMaxBytes        int64         `env:"SELFCODE_CACHE_MAX_BYTES" yaml:"cache_max_bytes" default:"10737418240" check:"nonnegative" desc:"total size of the per-repository sandbox caches (Go build and modules, npm, pip); past it the least recently used are removed; 0 turns caches off"`
 	SandboxEnv           string        `env:"SELFCODE_SANDBOX_ENV" yaml:"sandbox_env" check:"envlist" desc:"variables every sandbox command sees, as NAME=value pairs separated by semicolons: the mirrors setup fetches from (GOPROXY, npm_config_registry, PIP_INDEX_URL); names that look like secrets are refused"`
 	Workers              int           `env:"SELFCODE_WORKERS" yaml:"workers" default:"2" check:"positive" desc:"jobs run at once"`
 	Command              string        `env:"SELFCODE_COMMAND" yaml:"command" default:"/selfcode" check:"word" desc:"comment command word"`

@@ -42,6 +42,7 @@ func TestDefaults(t *testing.T) {
 		SandboxMemoryMB:      2048,
 		SandboxMilliCPUs:     1000,
 		SandboxPids:          512,
+		CacheMaxBytes:        10 << 30,
 	}
 	assertSettings(t, c, want)
 	if c.Location() != time.UTC {
@@ -105,6 +106,7 @@ func TestLoadFile(t *testing.T) {
 		SandboxMemoryMB:      4096,
 		SandboxMilliCPUs:     1500,
 		SandboxPids:          256,
+		CacheMaxBytes:        1 << 30,
 	})
 	berlin, err := time.LoadLocation("Europe/Berlin")
 	if err != nil {

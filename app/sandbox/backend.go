@@ -30,7 +30,8 @@ type Backend struct {
 
 // Start starts a job's container.
 func (s Backend) Start(ctx context.Context, spec pipeline.SandboxSpec) (pipeline.Session, error) {
-	c, err := s.Manager.Start(ctx, Spec{JobID: spec.JobID, Image: spec.Image, Deadline: spec.Deadline, SetupNetwork: spec.SetupNetwork})
+	c, err := s.Manager.Start(ctx, Spec{JobID: spec.JobID, Image: spec.Image, Deadline: spec.Deadline, SetupNetwork: spec.SetupNetwork,
+		Cache: spec.Cache})
 	if err != nil {
 		return nil, err
 	}

@@ -50,7 +50,7 @@ func BenchmarkFreshContainerPerCommand(b *testing.B) {
 	m, api := newManager(b, Limits{})
 	ctx := context.Background()
 	for b.Loop() {
-		cfg, host := m.containerConfig(Spec{JobID: "bench", Deadline: time.Now().Add(time.Minute)}, m.opts.Image, time.Minute)
+		cfg, host := m.containerConfig(Spec{JobID: "bench", Deadline: time.Now().Add(time.Minute)}, m.opts.Image, time.Minute, nil)
 		cfg.Entrypoint = strslice.StrSlice{"true"}
 		host.AutoRemove = false
 		created, err := api.ContainerCreate(ctx, cfg, host, nil, nil, "")

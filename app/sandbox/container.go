@@ -41,6 +41,10 @@ type Spec struct {
 	// Env holds non-secret variables for every command. Names that look
 	// like credentials or selfcode settings are refused.
 	Env map[string]string
+	// Cache names the repository whose cache the container mounts (see
+	// cache.go); empty, or caches off, or an image without a cache
+	// directory: none.
+	Cache string
 }
 
 // Container is one job's running sandbox. Its methods may be called from
@@ -56,6 +60,8 @@ type Container struct {
 	env      []string
 	uid, gid int
 	seq      atomic.Int64
+
+	cache *cacheMount // the repository's cache, when mounted
 
 	mu       sync.Mutex
 	network  bool  // a network other than "none" may be attached
@@ -101,7 +107,12 @@ func (m *Manager) Start(ctx context.Context, spec Spec) (*Container, error) {
 	if image == "" {
 		image = m.opts.Image
 	}
-	cfg, host := m.containerConfig(spec, image, life)
+	cache, err := m.cacheFor(ctx, spec.Cache, image)
+	if err != nil {
+		m.log.Warn("repository cache unavailable; the job runs cold", "job_id", spec.JobID, "repo", spec.Cache, "err", err)
+		cache = nil
+	}
+	cfg, host := m.containerConfig(spec, image, life, cache)
 	uid, gid, _ := parseUser(m.opts.User) // validated in New
 	name := "selfcode-" + nameSafe(spec.JobID) + "-" + randomHex(4)
 	m.creating.RLock()
@@ -115,7 +126,7 @@ func (m *Manager) Start(ctx context.Context, spec Spec) (*Container, error) {
 	}
 	c := &Container{
 		m: m, id: created.ID, name: name, jobID: spec.JobID, image: image,
-		deadline: spec.Deadline, env: cfg.Env, uid: uid, gid: gid, network: spec.SetupNetwork,
+		deadline: spec.Deadline, env: cfg.Env, uid: uid, gid: gid, network: spec.SetupNetwork, cache: cache,
 	}
 	m.track(c)
 	m.creating.RUnlock()
@@ -142,13 +153,16 @@ func (m *Manager) Start(ctx context.Context, spec Spec) (*Container, error) {
 		}
 	}
 	m.log.Info("sandbox started", "job_id", spec.JobID, "container", shortID(c.id), "image", image,
-		"deadline", spec.Deadline.UTC().Format(time.RFC3339), "setup_network", spec.SetupNetwork)
+		"deadline", spec.Deadline.UTC().Format(time.RFC3339), "setup_network", spec.SetupNetwork, "cache", cache != nil)
+	if cache != nil {
+		m.evictSoon()
+	}
 	return c, nil
 }
 
 // containerConfig is the locked-down configuration of a job container whose
 // PID 1 lives for life.
-func (m *Manager) containerConfig(spec Spec, image string, life time.Duration) (*container.Config, *container.HostConfig) {
+func (m *Manager) containerConfig(spec Spec, image string, life time.Duration, cache *cacheMount) (*container.Config, *container.HostConfig) {
 	lim := m.opts.Limits
 
 	labels := map[string]string{
@@ -172,6 +186,9 @@ func (m *Manager) containerConfig(spec Spec, image string, life time.Duration) (
 		"CI":                         "true",
 		"NO_COLOR":                   "1",
 		"FORCE_COLOR":                "0",
+	}
+	if cache != nil {
+		maps.Copy(env, cacheEnv(cache.dir))
 	}
 	maps.Copy(env, m.opts.Env)
 	maps.Copy(env, spec.Env)
@@ -222,6 +239,9 @@ func (m *Manager) containerConfig(spec Spec, image string, life time.Duration) (
 			Ulimits:     []*container.Ulimit{{Name: "nofile", Soft: int64(lim.NoFile), Hard: int64(lim.NoFile)}},
 		},
 	}
+	if cache != nil {
+		host.Mounts = append(host.Mounts, mount.Mount{Type: mount.TypeVolume, Source: cache.volume, Target: cache.dir})
+	}
 	return cfg, host
 }
 
@@ -259,6 +279,7 @@ func (c *Container) goneError(what string, err error) error {
 // Close kills and removes the container and its work volume. It is
 // idempotent and works even when ctx is already canceled.
 func (c *Container) Close(ctx context.Context) error {
+	c.measureCache(ctx)
 	return c.destroy(ctx, fmt.Errorf("%w: closed", ErrContainerGone))
 }
 

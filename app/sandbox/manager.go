@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/containerd/errdefs"
@@ -39,6 +40,11 @@ type Manager struct {
 	mu     sync.Mutex
 	live   map[string]*Container // by container ID
 	reaped bool                  // the startup reap has happened
+
+	cacheMu    sync.Mutex            // guards cacheIndex and its file
+	cacheIndex map[string]cacheEntry // by cache volume; nil until loaded
+	evicting   atomic.Bool           // a background eviction is running
+	bg         sync.WaitGroup        // background evictions
 }
 
 // New connects to the engine named by the environment (DOCKER_HOST etc.),
@@ -115,9 +121,11 @@ func (m *Manager) runtimeName(info EngineInfo) string {
 	return info.DefaultRuntime
 }
 
-// Close releases the engine connection. Containers still open are left to
-// their deadline and to the next startup's reap.
+// Close waits for a background cache eviction and releases the engine
+// connection. Containers still open are left to their deadline and to the
+// next startup's reap.
 func (m *Manager) Close() error {
+	m.bg.Wait()
 	return m.api.Close()
 }
 

@@ -130,6 +130,9 @@ type Options struct {
 	// PIP_INDEX_URL); a Spec's Env wins over it. Names that look like
 	// secrets are refused.
 	Env map[string]string
+	// Cache configures the per-repository caches (Spec.Cache); the zero
+	// value turns them off.
+	Cache CacheOptions
 	// Logger receives lifecycle logs (default slog.Default()).
 	Logger *slog.Logger
 }
@@ -162,6 +165,9 @@ func (o Options) validate() error {
 	}
 	if err := checkEnv(o.Env); err != nil {
 		return err
+	}
+	if o.Cache.MaxBytes < 0 {
+		return fmt.Errorf("%w: cache size %d is negative", ErrInvalid, o.Cache.MaxBytes)
 	}
 	if !strings.HasPrefix(o.Workdir, "/") || o.Workdir == "/" || o.Workdir == "/tmp" || strings.HasPrefix(o.Workdir, "/tmp/") {
 		return fmt.Errorf("%w: workdir %q must be an absolute path outside /tmp", ErrInvalid, o.Workdir)

@@ -187,6 +187,7 @@ func Sandbox(ctx context.Context, cfg *config.Config, instance string, log *slog
 		return nil, handlers.ReadyCheck{}, fmt.Errorf("SELFCODE_SANDBOX_ENV: %w", err)
 	}
 	m, err := sandbox.New(ctx, sandbox.Options{Instance: instance, Image: cfg.SandboxImage, Runtime: cfg.SandboxRuntime, Logger: log, Env: env,
+		Cache:  sandbox.CacheOptions{MaxBytes: cfg.CacheMaxBytes, Index: filepath.Join(cfg.DataDir, "caches.json")},
 		Limits: sandbox.Limits{Memory: cfg.SandboxMemoryMB << 20, CPUs: float64(cfg.SandboxMilliCPUs) / 1000, Pids: cfg.SandboxPids}})
 	if err != nil {
 		return nil, handlers.ReadyCheck{}, err

@@ -52,7 +52,9 @@ fi
 [ -x "$goroot/bin/go" ] || die "no Go toolchain at $goroot (set GOROOT)"
 goversion=$("$goroot/bin/go" env GOVERSION)
 
-recipe=$( (cat "$0"; echo "$goversion") | sha256sum | cut -c1-16)
+warm="$(dirname "$0")/warm.sh"
+[ -r "$warm" ] || die "warm.sh not found beside $0"
+recipe=$( (cat "$0" "$warm"; echo "$goversion") | sha256sum | cut -c1-16)
 old_id=$(docker image inspect --format '{{.Id}}' "$image" 2>/dev/null || true)
 if [ "$force" = 0 ] && [ -n "$old_id" ]; then
 	old_recipe=$(docker image inspect --format '{{index .Config.Labels "io.selfcode.recipe"}}' "$image" 2>/dev/null || true)
@@ -186,8 +188,19 @@ tar -C "$goroot" --exclude=./test --exclude=./doc --exclude=./misc --exclude=./a
 say "adding the sandbox user (uid $sandbox_uid) and /work"
 echo "sandbox:x:$sandbox_uid:$sandbox_gid:selfcode sandbox:/tmp:/bin/sh" | $sudo tee -a "$rootfs/etc/passwd" >/dev/null
 echo "sandbox:x:$sandbox_gid:" | $sudo tee -a "$rootfs/etc/group" >/dev/null
-$sudo mkdir -p "$rootfs/work"
-$sudo chown "$sandbox_uid:$sandbox_gid" "$rootfs/work"
+$sudo mkdir -p "$rootfs/work" "$rootfs/cache"
+$sudo chown "$sandbox_uid:$sandbox_gid" "$rootfs/work" "$rootfs/cache"
+
+say "warming /cache: the Go standard library compiled, as the sandbox user, offline"
+$sudo install -m 0755 "$warm" "$rootfs/tmp/warm.sh"
+$sudo mount -t proc proc "$rootfs/proc"
+$sudo chroot --userspec="$sandbox_uid:$sandbox_gid" "$rootfs" /usr/bin/env -i \
+	PATH=/usr/local/go/bin:/usr/bin:/bin /tmp/warm.sh 2>&1 | sed -u 's/^/    /'
+status=${PIPESTATUS[0]}
+$sudo umount "$rootfs/proc"
+$sudo rm -f "$rootfs/tmp/warm.sh"
+[ "$status" = 0 ] || die "warming /cache failed"
+say "/cache holds $($sudo du -sh "$rootfs/cache" | cut -f1)"
 printf 'selfcode-sandbox\nrecipe=%s\ndebian=%s\ngo=%s\npython=%s\nnode=%s\nbuilt=%s\n' "$recipe" "$suite" "$goversion" \
 	"$($sudo chroot "$rootfs" python3 --version 2>&1)" "$($sudo chroot "$rootfs" node --version 2>&1)" "$(date -u +%Y-%m-%dT%H:%M:%SZ)" |
 	$sudo tee "$rootfs/etc/selfcode-sandbox-release" >/dev/null
@@ -208,6 +221,7 @@ $sudo tar -C "$rootfs" --numeric-owner --exclude='./dev/*' --exclude='./proc/*' 
 		--change 'ENV npm_config_fund=false' \
 		--change 'ENV npm_config_audit=false' \
 		--change "LABEL io.selfcode.recipe=$recipe" \
+		--change 'LABEL io.selfcode.cache=/cache' \
 		--change "USER $sandbox_uid:$sandbox_gid" \
 		--change 'WORKDIR /work' \
 		--change 'CMD ["/bin/sh"]' \

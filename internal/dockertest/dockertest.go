@@ -38,7 +38,10 @@ func Manager(t testing.TB) *sandbox.Manager {
 	// A random suffix keeps concurrent test runs (several checkouts on one
 	// engine) from reaping each other's containers; leftovers of a crashed
 	// run are still reaped once their deadline passes.
-	m, err := sandbox.New(ctx, sandbox.Options{Instance: "test-" + sanitize(t.Name()) + "-" + suffix(), Image: Image()})
+	// Caches are on as in production: a repository's jobs share theirs
+	// across tests and runs (capped), which is what keeps these tests fast.
+	m, err := sandbox.New(ctx, sandbox.Options{Instance: "test-" + sanitize(t.Name()) + "-" + suffix(), Image: Image(),
+		Cache: sandbox.CacheOptions{MaxBytes: TestCacheBytes}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -55,6 +58,21 @@ func Manager(t testing.TB) *sandbox.Manager {
 		m.Close()
 	})
 	return m
+}
+
+// TestCacheBytes caps the caches tests leave on the engine.
+const TestCacheBytes = 6 << 30
+
+// FreshRepo is a repository name no other test or run uses: its cache
+// starts empty (from the image) and is removed when the test ends.
+func FreshRepo(t testing.TB, m *sandbox.Manager, name string) string {
+	repo := "test-" + suffix() + "/" + name
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		_, _, _ = m.ClearCaches(ctx, repo)
+	})
+	return repo
 }
 
 func suffix() string {

@@ -1,0 +1,277 @@
+package sandbox
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/docker/docker/api/types/container"
+	"github.com/docker/docker/api/types/filters"
+	"github.com/docker/docker/api/types/image"
+	"github.com/docker/docker/api/types/volume"
+	"github.com/docker/docker/client"
+)
+
+// cacheManager is a manager with caches on (index in a temporary folder);
+// every cache the test makes is removed when it ends.
+func cacheManager(t *testing.T, maxBytes int64, index string) *Manager {
+	t.Helper()
+	dockerClient(t)
+	if index == "" {
+		index = filepath.Join(t.TempDir(), "caches.json")
+	}
+	m, err := New(context.Background(), Options{Instance: "test-" + randomHex(4), Image: testImage(), Logger: testLogger(t),
+		Cache: CacheOptions{MaxBytes: maxBytes, Index: index}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { m.Close() })
+	return m
+}
+
+// testRepo is a repository name no other test uses; its caches are removed
+// at the end.
+func testRepo(t *testing.T, api *client.Client, name string) string {
+	repo := "test-" + randomHex(4) + "/" + name
+	t.Cleanup(func() {
+		list, err := api.VolumeList(context.Background(), volume.ListOptions{Filters: filters.NewArgs(filters.Arg("label", LabelCache+"="+repo))})
+		if err != nil {
+			return
+		}
+		for _, v := range list.Volumes {
+			_ = api.VolumeRemove(context.Background(), v.Name, true)
+		}
+	})
+	return repo
+}
+
+// sh runs a shell command in a new container of repo's and closes it.
+func sh(t *testing.T, m *Manager, repo, image, run string) Result {
+	t.Helper()
+	c, err := m.Start(context.Background(), Spec{JobID: "cache-" + randomHex(3), Cache: repo, Image: image})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close(context.Background())
+	return mustExec(t, c, Cmd{Run: run, Timeout: 5 * time.Minute})
+}
+
+// A repository's cache is its own: a second job of the same repository
+// sees what the first left, another repository sees none of it, a new
+// manager (a restart) finds it again, and the toolchains point into it.
+func TestCachePerRepository(t *testing.T) {
+	t.Parallel()
+	api := dockerClient(t)
+	index := filepath.Join(t.TempDir(), "caches.json")
+	m := cacheManager(t, 10<<30, index)
+	a, b := testRepo(t, api, "a"), testRepo(t, api, "b")
+
+	env := sh(t, m, a, "", "go env GOCACHE GOMODCACHE; echo $npm_config_cache $PIP_CACHE_DIR; echo mine > /cache/a-was-here")
+	if env.ExitCode != 0 || !strings.Contains(env.Stdout, "/cache/go-build\n/cache/gomod\n/cache/npm /cache/pip") {
+		t.Fatalf("cache environment: exit %d\n%s", env.ExitCode, env.Output)
+	}
+	if r := sh(t, m, a, "", "cat /cache/a-was-here"); r.ExitCode != 0 || r.Stdout != "mine\n" {
+		t.Fatalf("second job of the same repository: exit %d %q", r.ExitCode, r.Output)
+	}
+	if r := sh(t, m, b, "", "test ! -e /cache/a-was-here && ls /cache/go-build | head -1"); r.ExitCode != 0 || r.Stdout == "" {
+		t.Fatalf("another repository sees the first one's cache, or no pre-warmed build cache: exit %d %q", r.ExitCode, r.Output)
+	}
+	restarted := cacheManager(t, 10<<30, index)
+	if r := sh(t, restarted, a, "", "cat /cache/a-was-here"); r.ExitCode != 0 || r.Stdout != "mine\n" {
+		t.Fatalf("after a restart: exit %d %q", r.ExitCode, r.Output)
+	}
+	caches, err := restarted.Caches(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := map[string]CacheInfo{}
+	for _, c := range caches {
+		seen[c.Repository] = c
+	}
+	if seen[a].Volume == "" || seen[b].Volume == "" || seen[a].Volume == seen[b].Volume || seen[a].LastUsed.IsZero() {
+		t.Fatalf("caches listed: %+v", caches)
+	}
+	// The size measured inside the job, for engines (or API proxies) that
+	// do not report disk usage, is in the index.
+	raw, err := os.ReadFile(index)
+	var idx map[string]cacheEntry
+	if err != nil || json.Unmarshal(raw, &idx) != nil || idx[seen[a].Volume].Size <= 0 {
+		t.Fatalf("cache index %s: %v", raw, err)
+	}
+}
+
+// The cache makes a repository's second `go test` fast without changing
+// what it says: the same module passes warm as it did cold, and a
+// deliberately broken test still fails warm.
+func TestWarmCacheKeepsResults(t *testing.T) {
+	t.Parallel()
+	api := dockerClient(t)
+	m := cacheManager(t, 10<<30, "")
+	repo := testRepo(t, api, "warm")
+	run := func(broken bool) Result {
+		c, err := m.Start(context.Background(), Spec{JobID: "warm-" + randomHex(3), Cache: repo})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close(context.Background())
+		if err := c.CopyTree(context.Background(), "testdata/gomod"); err != nil {
+			t.Fatal(err)
+		}
+		cmd := "go vet ./... && go test ./..."
+		if broken {
+			cmd = "printf 'package gomod\\n\\nimport \"testing\"\\n\\nfunc TestBroken(t *testing.T) { t.Fatal(\"broken\") }\\n' > broken_test.go && " + cmd
+		}
+		return mustExec(t, c, Cmd{Run: cmd, Timeout: 5 * time.Minute})
+	}
+	for i, tt := range []struct {
+		broken bool
+		exit   int
+	}{{false, 0}, {false, 0}, {true, 1}, {false, 0}} {
+		if r := run(tt.broken); r.ExitCode != tt.exit {
+			t.Fatalf("run %d (broken %v): exit %d, want %d\n%s", i, tt.broken, r.ExitCode, tt.exit, r.Output)
+		}
+	}
+}
+
+// A cache spoiled between jobs (files cut short) or emptied while a job
+// runs costs time, not correctness: the job rebuilds what it needs.
+func TestSpoiledCacheStillWorks(t *testing.T) {
+	t.Parallel()
+	api := dockerClient(t)
+	m := cacheManager(t, 10<<30, "")
+	repo := testRepo(t, api, "spoiled")
+	c, err := m.Start(context.Background(), Spec{JobID: "spoil-" + randomHex(3), Cache: repo})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close(context.Background())
+	if err := c.CopyTree(context.Background(), "testdata/gomod"); err != nil {
+		t.Fatal(err)
+	}
+	for _, step := range []string{
+		"go test ./...",
+		"find /cache/go-build -type f -name '*-d' -exec sh -c 'echo spoiled > \"$1\"' _ {} \\; && go test -count=1 ./...",
+		"rm -rf /cache/* && go test -count=1 ./...",
+	} {
+		if r := mustExec(t, c, Cmd{Run: step, Timeout: 5 * time.Minute}); r.ExitCode != 0 {
+			t.Fatalf("%s: exit %d\n%s", step, r.ExitCode, r.Output)
+		}
+	}
+}
+
+// A new image starts new caches and the repository's caches of the old
+// image are removed; an image without a cache directory gets none.
+func TestCacheFollowsTheImage(t *testing.T) {
+	t.Parallel()
+	api := dockerClient(t)
+	m := cacheManager(t, 10<<30, "")
+	repo := testRepo(t, api, "image")
+	if r := sh(t, m, repo, "", "echo old > /cache/mark"); r.ExitCode != 0 {
+		t.Fatalf("exit %d %s", r.ExitCode, r.Output)
+	}
+	ctx := context.Background()
+	newImage := commitImage(t, api, map[string]string{"io.selfcode.test": randomHex(4)})
+	if r := sh(t, m, repo, newImage, "test ! -e /cache/mark && test -d /cache/go-build"); r.ExitCode != 0 {
+		t.Fatalf("the new image's cache holds the old one's files, or is not pre-filled: exit %d %s", r.ExitCode, r.Output)
+	}
+	list, err := api.VolumeList(ctx, volume.ListOptions{Filters: filters.NewArgs(filters.Arg("label", LabelCache+"="+repo))})
+	if err != nil || len(list.Volumes) != 1 {
+		t.Fatalf("caches of %s after the image changed: %d (%v), want 1", repo, len(list.Volumes), err)
+	}
+	bare := commitImage(t, api, map[string]string{ImageCacheLabel: ""})
+	if r := sh(t, m, repo, bare, "go env GOCACHE; test ! -e /cache/mark"); r.ExitCode != 0 || strings.HasPrefix(r.Stdout, "/cache") {
+		t.Fatalf("an image without a cache directory: exit %d %s", r.ExitCode, r.Output)
+	}
+}
+
+// commitImage makes an image from the test image with other labels (a new
+// image ID); it is removed when the test ends.
+func commitImage(t *testing.T, api *client.Client, labels map[string]string) string {
+	t.Helper()
+	ctx := context.Background()
+	created, err := api.ContainerCreate(ctx, &container.Config{Image: testImage(), Entrypoint: []string{"true"}}, nil, nil, nil, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer api.ContainerRemove(ctx, created.ID, container.RemoveOptions{Force: true})
+	var changes []string
+	for k, v := range labels {
+		changes = append(changes, "LABEL "+k+"="+v) // an empty value means none
+	}
+	ref := "selfcode-cache-test:" + randomHex(6)
+	res, err := api.ContainerCommit(ctx, created.ID, container.CommitOptions{Reference: ref, Changes: changes})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _, _ = api.ImageRemove(context.Background(), res.ID, image.RemoveOptions{Force: true}) })
+	return ref
+}
+
+// Past the size cap, the least recently used caches not in use go first.
+// Not parallel: it evicts, and the other cache tests expect theirs to stay.
+func TestCacheEviction(t *testing.T) {
+	api := dockerClient(t)
+	index := filepath.Join(t.TempDir(), "caches.json")
+	m := cacheManager(t, 10<<30, index)
+	old, recent := testRepo(t, api, "old"), testRepo(t, api, "recent")
+	sh(t, m, old, "", "true")
+	sh(t, m, recent, "", "true")
+	caches, err := m.Caches(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var total int64
+	for _, c := range caches {
+		if c.Size < 0 {
+			t.Skip("the engine does not report volume sizes")
+		}
+		total += c.Size
+	}
+	// A cap just under everything there is: removing the oldest cache of
+	// this test (or older ones of other tests) is enough.
+	capped := cacheManager(t, total-1, index)
+	removed, err := capped.EvictCaches(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	after, err := capped.Caches(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	repos := map[string]bool{}
+	for _, c := range after {
+		repos[c.Repository] = true
+	}
+	if len(removed) == 0 || !repos[recent] {
+		t.Fatalf("evicted %v; left %v: want the least recently used gone and %s kept", removed, repos, recent)
+	}
+	n, inUse, err := capped.ClearCaches(context.Background(), recent)
+	if err != nil || n != 1 || inUse != 0 || slices.ContainsFunc(mustCaches(t, capped), func(c CacheInfo) bool { return c.Repository == recent }) {
+		t.Fatalf("clear %s: removed %d, in use %d, err %v", recent, n, inUse, err)
+	}
+}
+
+func mustCaches(t *testing.T, m *Manager) []CacheInfo {
+	t.Helper()
+	c, err := m.Caches(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+func TestCacheDirAllowed(t *testing.T) {
+	t.Parallel()
+	m := &Manager{opts: Options{Workdir: DefaultWorkdir}}
+	for dir, want := range map[string]bool{"/cache": true, "/var/cache/selfcode": true, "": false, "cache": false, "/": false,
+		"/work": false, "/work/c": false, "/tmp/c": false, "/proc": false, "/usr/lib/x": false, "/cache/../etc": false, "/cache/": false} {
+		if got := m.cacheDirAllowed(dir); got != want {
+			t.Errorf("cacheDirAllowed(%q) = %v, want %v", dir, got, want)
+		}
+	}
+}

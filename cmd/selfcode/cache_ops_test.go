@@ -1,0 +1,46 @@
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"strings"
+	"testing"
+
+	"github.com/selfcode/selfcode/app/sandbox"
+	"github.com/selfcode/selfcode/internal/dockertest"
+)
+
+// `selfcode cache list` shows a repository's cache and `cache clear
+// --repo` removes it, leaving other repositories' caches alone.
+func TestCacheCommands(t *testing.T) {
+	t.Parallel()
+	dockertest.Manager(t) // skips (or fails under CI) without Docker and the image
+	b := make([]byte, 4)
+	rand.Read(b)
+	mine, other := "cli-"+hex.EncodeToString(b)+"/mine", "cli-"+hex.EncodeToString(b)+"/other"
+	env := append(dockerEnv(), "SELFCODE_DATA_DIR="+t.TempDir())
+	t.Cleanup(func() {
+		runCLI(t, env, "cache", "clear", "--repo", mine)
+		runCLI(t, env, "cache", "clear", "--repo", other)
+	})
+	m := dockertest.Manager(t)
+	ctx := context.Background()
+	for _, repo := range []string{mine, other} {
+		c, err := m.Start(ctx, sandbox.Spec{JobID: "cache-cli", Cache: repo})
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.Close(ctx)
+	}
+	if out, code := runCLI(t, env, "cache", "list", "--repo", mine); code != 0 || !strings.Contains(out, mine) || strings.Contains(out, other) || !strings.Contains(out, "MiB") {
+		t.Fatalf("cache list --repo: exit %d\n%s", code, out)
+	}
+	if out, code := runCLI(t, env, "cache", "clear", "--repo", mine); code != 0 || !strings.Contains(out, "removed 1 cache(s)") {
+		t.Fatalf("cache clear: exit %d\n%s", code, out)
+	}
+	out, code := runCLI(t, env, "cache", "list")
+	if code != 0 || strings.Contains(out, mine) || !strings.Contains(out, other) {
+		t.Fatalf("after clear: exit %d\n%s", code, out)
+	}
+}
