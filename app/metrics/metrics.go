@@ -30,6 +30,8 @@ type Metrics struct {
 	webhookDur prometheus.Histogram
 	jobDur     *prometheus.HistogramVec
 	jobsDone   *prometheus.CounterVec
+	stageDur   *prometheus.HistogramVec
+	queueWait  prometheus.Histogram
 	// Pipeline counters: edit results, verify classifications, tokens per phase.
 	edits   *prometheus.CounterVec
 	classes *prometheus.CounterVec
@@ -51,6 +53,14 @@ func New(o Options) *Metrics {
 			Name: "selfcode_job_duration_seconds", Help: "Duration of finished jobs.",
 			Buckets: []float64{1, 5, 15, 30, 60, 120, 300, 600, 1200, 2700, 5400},
 		}, []string{"kind", "state", "outcome"}),
+		stageDur: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name: "selfcode_stage_duration_seconds", Help: "Duration of finished job stages (checkout, plan, edit, verify, fix, publish): where a job's time goes.",
+			Buckets: []float64{.1, .5, 1, 2, 5, 10, 20, 40, 80, 160, 320, 640, 1280},
+		}, []string{"stage"}),
+		queueWait: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name: "selfcode_job_queue_wait_seconds", Help: "Time from a job being due (created, or its scheduled window) to a worker starting it.",
+			Buckets: []float64{.01, .05, .1, .5, 1, 5, 15, 60, 300, 1800},
+		}),
 		jobsDone: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "selfcode_jobs_finished_total", Help: "Finished jobs by kind, state and outcome.",
 		}, []string{"kind", "state", "outcome"}),
@@ -64,7 +74,7 @@ func New(o Options) *Metrics {
 			Name: "selfcode_model_tokens_total", Help: "Model tokens used by phase.",
 		}, []string{"phase"}),
 	}
-	m.reg.MustRegister(m.deliveries, m.webhookDur, m.jobDur, m.jobsDone, m.edits, m.classes, m.tokens,
+	m.reg.MustRegister(m.deliveries, m.webhookDur, m.jobDur, m.jobsDone, m.stageDur, m.queueWait, m.edits, m.classes, m.tokens,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	if o.Stats != nil {
 		m.reg.MustRegister(&storeCollector{src: o.Stats})
@@ -95,6 +105,18 @@ func (m *Metrics) JobFinished(j *job.Job) {
 	m.jobsDone.WithLabelValues(l...).Inc()
 	if d := j.Duration(); d > 0 {
 		m.jobDur.WithLabelValues(l...).Observe(d.Seconds())
+	}
+	for _, s := range j.Stages {
+		if !s.StartedAt.IsZero() && !s.FinishedAt.IsZero() && !s.FinishedAt.Before(s.StartedAt) {
+			m.stageDur.WithLabelValues(string(s.Name)).Observe(s.FinishedAt.Sub(s.StartedAt).Seconds())
+		}
+	}
+	due := j.CreatedAt
+	if j.ScheduledFor.After(due) {
+		due = j.ScheduledFor
+	}
+	if !due.IsZero() && !j.StartedAt.IsZero() && !j.StartedAt.Before(due) {
+		m.queueWait.Observe(j.StartedAt.Sub(due).Seconds())
 	}
 }
 

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/selfcode/selfcode/app/job"
+	"github.com/selfcode/selfcode/pipeline/stage"
 )
 
 func TestCountersReachTheHandler(t *testing.T) {
@@ -17,7 +18,9 @@ func TestCountersReachTheHandler(t *testing.T) {
 	m.Verify("regression", 2)
 	m.Tokens("planner", 1200)
 	start := time.Now().Add(-2 * time.Second)
-	m.JobFinished(&job.Job{Kind: job.KindRun, State: job.StateSucceeded, Outcome: job.OutcomePROpened, StartedAt: start, FinishedAt: start.Add(time.Second)})
+	m.JobFinished(&job.Job{Kind: job.KindRun, State: job.StateSucceeded, Outcome: job.OutcomePROpened, CreatedAt: start.Add(-time.Second),
+		StartedAt: start, FinishedAt: start.Add(time.Second),
+		Stages: []job.Stage{{Name: stage.Checkout, StartedAt: start, FinishedAt: start.Add(300 * time.Millisecond)}, {Name: stage.Plan, StartedAt: start}}})
 	rec := httptest.NewRecorder()
 	m.Handler().ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
 	body, _ := io.ReadAll(rec.Body)
@@ -27,6 +30,8 @@ func TestCountersReachTheHandler(t *testing.T) {
 		`selfcode_verify_classifications_total{class="regression"} 2`,
 		`selfcode_model_tokens_total{phase="planner"} 1200`,
 		`selfcode_job_duration_seconds_count{kind="run",outcome="pr_opened",state="succeeded"} 1`,
+		`selfcode_stage_duration_seconds_bucket{stage="checkout",le="0.5"} 1`,
+		`selfcode_job_queue_wait_seconds_bucket{le="1"} 1`,
 	} {
 		if !strings.Contains(string(body), want) {
 			t.Errorf("metrics lack %s", want)
