@@ -5,7 +5,6 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"os"
 	"path"
@@ -16,7 +15,6 @@ import (
 	"time"
 
 	"github.com/containerd/errdefs"
-	"github.com/docker/docker/api/types"
 	"github.com/docker/docker/api/types/filters"
 	"github.com/docker/docker/api/types/volume"
 )
@@ -57,7 +55,6 @@ type CacheInfo struct {
 	Image      string    `json:"image"`
 	Size       int64     `json:"size"` // bytes; -1 when the engine does not say
 	LastUsed   time.Time `json:"last_used"`
-	InUse      bool      `json:"in_use"`
 }
 
 // cacheEntry is what the index remembers of a cache.
@@ -177,22 +174,27 @@ func (c *Container) measureCache(ctx context.Context) {
 		return
 	}
 	c.m.updateIndex(c.cache.volume, func(e *cacheEntry) { e.Size = kib << 10 })
+	c.m.evictSoon() // the cache may have grown past the cap
 }
 
+// loadIndexLocked returns the index: read from its file each time (the
+// server and `selfcode cache` share it), or kept in memory without one.
 func (m *Manager) loadIndexLocked() map[string]cacheEntry {
-	if m.cacheIndex != nil {
+	f := m.opts.Cache.Index
+	if f == "" {
+		if m.cacheIndex == nil {
+			m.cacheIndex = map[string]cacheEntry{}
+		}
 		return m.cacheIndex
 	}
-	m.cacheIndex = map[string]cacheEntry{}
-	if f := m.opts.Cache.Index; f != "" {
-		if b, err := os.ReadFile(f); err == nil {
-			if err := json.Unmarshal(b, &m.cacheIndex); err != nil {
-				m.log.Warn("cache index unreadable; starting a new one", "file", f, "err", err)
-				m.cacheIndex = map[string]cacheEntry{}
-			}
+	idx := map[string]cacheEntry{}
+	if b, err := os.ReadFile(f); err == nil {
+		if err := json.Unmarshal(b, &idx); err != nil {
+			m.log.Warn("cache index unreadable; starting a new one", "file", filepath.Base(f), "err", err)
+			idx = map[string]cacheEntry{}
 		}
 	}
-	return m.cacheIndex
+	return idx
 }
 
 func (m *Manager) saveIndexLocked(idx map[string]cacheEntry) {
@@ -215,36 +217,26 @@ func (m *Manager) saveIndexLocked(idx map[string]cacheEntry) {
 	}
 }
 
-// Caches lists the repositories' caches, least recently used first. Sizes
-// come from the engine's disk usage, or, where the engine (or an API proxy)
-// does not answer it, from the last measurement inside a job.
+// Caches lists the repositories' caches, least recently used first, each
+// with the size it had when its last job ended (measured inside the job,
+// so it needs no disk-usage call, which API proxies refuse; -1 before any
+// job of it ended).
 func (m *Manager) Caches(ctx context.Context) ([]CacheInfo, error) {
-	var vols []*volume.Volume
-	du, err := m.api.DiskUsage(ctx, types.DiskUsageOptions{Types: []types.DiskUsageObject{types.VolumeObject}})
-	if err == nil {
-		vols = du.Volumes
-	} else {
-		// An engine (or API proxy) that does not answer disk usage: the
-		// caches are still listed, without sizes.
-		list, lerr := m.api.VolumeList(ctx, volume.ListOptions{Filters: filters.NewArgs(filters.Arg("label", LabelCache))})
-		if lerr != nil {
-			return nil, fmt.Errorf("list cache volumes: %w", errors.Join(err, lerr))
-		}
-		vols = list.Volumes
+	list, err := m.api.VolumeList(ctx, volume.ListOptions{Filters: filters.NewArgs(filters.Arg("label", LabelCache))})
+	if err != nil {
+		return nil, fmt.Errorf("list cache volumes: %w", err)
 	}
 	m.cacheMu.Lock()
 	idx := m.loadIndexLocked()
+	m.cacheMu.Unlock()
 	var out []CacheInfo
-	for _, v := range vols {
+	for _, v := range list.Volumes {
 		if v == nil || v.Labels[LabelCache] == "" {
 			continue
 		}
-		e, known := idx[v.Name]
+		e := idx[v.Name]
 		ci := CacheInfo{Repository: v.Labels[LabelCache], Volume: v.Name, Image: v.Labels[LabelCacheImage], Size: -1, LastUsed: e.LastUsed}
-		switch {
-		case v.UsageData != nil && v.UsageData.Size >= 0:
-			ci.Size, ci.InUse = v.UsageData.Size, v.UsageData.RefCount > 0
-		case known && e.Size > 0:
+		if e.Size > 0 {
 			ci.Size = e.Size
 		}
 		if ci.LastUsed.IsZero() {
@@ -252,13 +244,14 @@ func (m *Manager) Caches(ctx context.Context) ([]CacheInfo, error) {
 		}
 		out = append(out, ci)
 	}
-	m.cacheMu.Unlock()
 	sort.SliceStable(out, func(a, b int) bool { return out[a].LastUsed.Before(out[b].LastUsed) })
 	return out, nil
 }
 
-// EvictCaches removes the least recently used caches not in use until the
-// total is within CacheOptions.MaxBytes, and returns the volumes removed.
+// EvictCaches removes the least recently used caches until the total is
+// within CacheOptions.MaxBytes (a cache a running job uses cannot be
+// removed and is passed over), forgets caches that are gone, and returns
+// the volumes removed.
 func (m *Manager) EvictCaches(ctx context.Context) ([]string, error) {
 	if m.opts.Cache.MaxBytes <= 0 {
 		return nil, nil
@@ -268,19 +261,27 @@ func (m *Manager) EvictCaches(ctx context.Context) ([]string, error) {
 		return nil, err
 	}
 	var total int64
+	live := map[string]bool{}
 	for _, c := range caches {
 		total += max(c.Size, 0)
+		live[c.Volume] = true
 	}
+	m.cacheMu.Lock()
+	idx := m.loadIndexLocked()
+	for name := range idx {
+		if !live[name] {
+			delete(idx, name)
+		}
+	}
+	m.saveIndexLocked(idx)
+	m.cacheMu.Unlock()
 	var removed []string
 	for _, c := range caches {
 		if total <= m.opts.Cache.MaxBytes {
 			break
 		}
-		if c.InUse {
-			continue
-		}
 		if err := m.api.VolumeRemove(ctx, c.Volume, false); err != nil {
-			if !errdefs.IsNotFound(err) {
+			if !errdefs.IsNotFound(err) && !errdefs.IsConflict(err) {
 				m.log.Warn("evict cache", "repo", c.Repository, "volume", c.Volume, "err", err)
 			}
 			continue

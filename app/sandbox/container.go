@@ -154,9 +154,6 @@ func (m *Manager) Start(ctx context.Context, spec Spec) (*Container, error) {
 	}
 	m.log.Info("sandbox started", "job_id", spec.JobID, "container", shortID(c.id), "image", image,
 		"deadline", spec.Deadline.UTC().Format(time.RFC3339), "setup_network", spec.SetupNetwork, "cache", cache != nil)
-	if cache != nil {
-		m.evictSoon()
-	}
 	return c, nil
 }
 

@@ -88,7 +88,7 @@ func withCaches(cmd *cobra.Command, fn func(ctx context.Context, m *sandbox.Mana
 
 func printCaches(out io.Writer, caches []sandbox.CacheInfo, repo string) error {
 	w := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(w, "REPOSITORY\tSIZE\tLAST USED\tIN USE\tVOLUME")
+	fmt.Fprintln(w, "REPOSITORY\tSIZE\tLAST USED\tVOLUME")
 	var total int64
 	for _, c := range caches {
 		if repo != "" && c.Repository != repo {
@@ -99,8 +99,8 @@ func printCaches(out io.Writer, caches []sandbox.CacheInfo, repo string) error {
 			size = fmt.Sprintf("%.1f MiB", float64(c.Size)/(1<<20))
 			total += c.Size
 		}
-		fmt.Fprintf(w, "%s\t%s\t%s\t%v\t%s\n", c.Repository, size, c.LastUsed.UTC().Format(time.RFC3339), c.InUse, c.Volume)
+		fmt.Fprintf(w, "%s\t%s\t%s\t%s\n", c.Repository, size, c.LastUsed.UTC().Format(time.RFC3339), c.Volume)
 	}
-	fmt.Fprintf(w, "total\t%.1f MiB\t\t\t\n", float64(total)/(1<<20))
+	fmt.Fprintf(w, "total\t%.1f MiB\t\t\n", float64(total)/(1<<20))
 	return w.Flush()
 }
