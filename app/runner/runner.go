@@ -176,17 +176,20 @@ func (x *run) Stage(name stage.Name, status stage.Status, summary string) {
 	}
 	x.mu.Unlock()
 	now := x.r.o.Now().UTC()
+	finished := time.Time{}
+	if status != stage.Running {
+		finished = now
+	}
 	_, err := x.rt.Update(context.Background(), func(j *job.Job) error {
 		for i := range j.Stages {
 			if j.Stages[i].Name == name {
-				j.Stages[i].Status, j.Stages[i].Summary = status, summary
-				if status != stage.Running {
-					j.Stages[i].FinishedAt = now
-				}
+				j.Stages[i].Status, j.Stages[i].Summary, j.Stages[i].FinishedAt = status, summary, finished
 				return nil
 			}
 		}
-		j.Stages = append(j.Stages, job.Stage{Name: name, Status: status, Summary: summary, StartedAt: now})
+		// A stage first heard of when it already ended (skipped, or passed
+		// at once) starts and ends now.
+		j.Stages = append(j.Stages, job.Stage{Name: name, Status: status, Summary: summary, StartedAt: now, FinishedAt: finished})
 		return nil
 	})
 	if err != nil {

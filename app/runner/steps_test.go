@@ -144,6 +144,31 @@ func (e *stepEnv) begin(j *job.Job) (*run, *runtime) {
 	return e.r.begin(j, rt, e.client), rt
 }
 
+// checkedOut begins j's run and checks it out; the workspace is removed
+// when the test ends.
+func (e *stepEnv) checkedOut(j *job.Job) (*run, *runtime, *workspace) {
+	e.t.Helper()
+	x, rt := e.begin(j)
+	w, _, err := x.checkout(context.Background(), e.client)
+	if err != nil || w == nil {
+		e.t.Fatalf("checkout: %v", err)
+	}
+	e.t.Cleanup(w.close)
+	return x, rt, w
+}
+
+// executed is checkedOut followed by a run of the pipeline that does not
+// end the job.
+func (e *stepEnv) executed(j *job.Job) (*run, *runtime, *workspace, result) {
+	e.t.Helper()
+	x, rt, w := e.checkedOut(j)
+	res, _, done, err := x.execute(context.Background(), e.client, w)
+	if done || err != nil {
+		e.t.Fatalf("execute: done %v, %v", done, err)
+	}
+	return x, rt, w, res
+}
+
 func stageOf(j job.Job, name stage.Name) job.Stage {
 	for _, s := range j.Stages {
 		if s.Name == name {
@@ -175,16 +200,11 @@ func TestCheckout(t *testing.T) {
 				}
 				human = sha
 			}
-			x, rt := e.begin(j)
-			w, _, err := x.checkout(context.Background(), e.client)
-			if err != nil || w == nil {
-				t.Fatalf("checkout: %v", err)
-			}
-			defer w.close()
+			_, rt, w := e.checkedOut(j)
 			if w.branch != "selfcode/issue-1" || w.base != "main" || w.expected != human || w.fastForward != tt.humanCommit {
 				t.Fatalf("workspace: branch %s base %s expected %q fast-forward %v", w.branch, w.base, w.expected, w.fastForward)
 			}
-			_, err = os.Stat(filepath.Join(w.in.Dir, "HUMAN.md"))
+			_, err := os.Stat(filepath.Join(w.in.Dir, "HUMAN.md"))
 			if tt.humanCommit != (err == nil) {
 				t.Fatalf("HUMAN.md in the checkout: %v", err)
 			}
@@ -315,12 +335,7 @@ func TestExecute(t *testing.T) {
 			}
 			e := newStepEnv(t, files, tt.pipe)
 			j := e.issueJob(tt.kind)
-			x, rt := e.begin(j)
-			w, _, err := x.checkout(context.Background(), e.client)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer w.close()
+			x, rt, w := e.checkedOut(j)
 			res, outcome, done, err := x.execute(context.Background(), e.client, w)
 			if done != tt.done || outcome != tt.outcome || errs.KindOf(err) != tt.errKind || (err == nil) != (tt.errKind == errs.KindUnknown) {
 				t.Fatalf("done %v outcome %q err %v (kind %v)", done, outcome, err, errs.KindOf(err))
@@ -381,16 +396,7 @@ func TestPublish(t *testing.T) {
 			}
 			e := newStepEnv(t, files, tt.pipe)
 			j := e.issueJob(job.KindRun)
-			x, rt := e.begin(j)
-			w, _, err := x.checkout(context.Background(), e.client)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer w.close()
-			res, _, done, err := x.execute(context.Background(), e.client, w)
-			if done || err != nil {
-				t.Fatalf("execute: %v", err)
-			}
+			x, rt, w, res := e.executed(j)
 			outcome, err := x.publish(context.Background(), e.client, w, res)
 			if err != nil || outcome != tt.outcome {
 				t.Fatalf("publish: %s %v", outcome, err)
@@ -430,16 +436,7 @@ func TestPublish(t *testing.T) {
 func TestPushRefusesABranchThatMoved(t *testing.T) {
 	t.Parallel()
 	e := newStepEnv(t, nil, verifiedChange(verify.Verified))
-	x, _ := e.begin(e.issueJob(job.KindRun))
-	w, _, err := x.checkout(context.Background(), e.client)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer w.close()
-	res, _, _, err := x.execute(context.Background(), e.client, w)
-	if err != nil {
-		t.Fatal(err)
-	}
+	x, _, w, res := e.executed(e.issueJob(job.KindRun))
 	if _, err := e.fake.CommitFiles(owner, repoName, "selfcode/issue-1", "meanwhile", map[string]string{"LATE.md": "late\n"}); err != nil {
 		t.Fatal(err)
 	}
@@ -459,5 +456,31 @@ func TestCommitMessage(t *testing.T) {
 	want := "Greet the world\n\nRequested by @writer:\n> make it\n> friendlier\n\nRefs #7\nSelfcode-Job: 01abc\n"
 	if got != want {
 		t.Fatalf("commit message:\n%q\nwant\n%q", got, want)
+	}
+}
+
+// A stage records when it started and ended, also one first heard of when
+// it already ended (what /metrics' stage durations are made of); a stage
+// running again has no end until it ends again.
+func TestStageTimes(t *testing.T) {
+	t.Parallel()
+	e := newStepEnv(t, nil, nil)
+	clock := time.Date(2026, 3, 10, 2, 0, 0, 0, time.UTC)
+	e.r.o.Now = func() time.Time { return clock }
+	x, rt := e.begin(e.issueJob(job.KindRun))
+	x.Stage(stage.Plan, stage.Running, "")
+	clock = clock.Add(3 * time.Second)
+	x.Stage(stage.Plan, stage.Pass, "planned")
+	x.Stage(stage.Fix, stage.Skipped, "not needed")
+	plan, fix := stageOf(rt.job(), stage.Plan), stageOf(rt.job(), stage.Fix)
+	if got := plan.FinishedAt.Sub(plan.StartedAt); got != 3*time.Second {
+		t.Fatalf("plan took %s, want 3s: %+v", got, plan)
+	}
+	if fix.StartedAt.IsZero() || !fix.FinishedAt.Equal(fix.StartedAt) {
+		t.Fatalf("a stage skipped at once: %+v", fix)
+	}
+	x.Stage(stage.Plan, stage.Running, "again")
+	if p := stageOf(rt.job(), stage.Plan); !p.FinishedAt.IsZero() {
+		t.Fatalf("a running stage has an end: %+v", p)
 	}
 }

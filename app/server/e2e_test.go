@@ -60,6 +60,13 @@ func TestEndToEndPullRequestAndRerun(t *testing.T) {
 	if pc := e.ProgressComments(repoName, issue); len(pc) != 1 {
 		t.Fatalf("%d progress comments", len(pc))
 	}
+	// Where the time went, per stage, on /metrics (recorded just after the
+	// job is stored as finished).
+	e.Eventually("stage durations on /metrics", func() bool {
+		code, body := e.Admin(http.MethodGet, "/metrics", "")
+		return code == http.StatusOK && strings.Contains(string(body), `selfcode_stage_duration_seconds_count{stage="publish"} 1`) &&
+			strings.Contains(string(body), `selfcode_stage_duration_seconds_count{stage="fix"} 1`)
+	})
 	trigger := j.Trigger.CommentID
 	reactions := map[string]bool{}
 	for _, r := range e.GitHub.Reactions("issue_comment", trigger) {
