@@ -6,6 +6,7 @@ import (
 	"sync"
 
 	"github.com/selfcode/selfcode/pipeline/chat"
+	"github.com/selfcode/selfcode/pipeline/stage"
 )
 
 // meter wraps a model with the job's token budget: a call is refused once
@@ -15,6 +16,7 @@ type meter struct {
 	m        chat.Model
 	max      int
 	observer func(phase string, tokens int)
+	clock    *partClock // may be nil
 
 	mu      sync.Mutex
 	used    int
@@ -22,8 +24,8 @@ type meter struct {
 	calls   int
 }
 
-func newMeter(m chat.Model, max int, observer func(string, int)) *meter {
-	return &meter{m: m, max: max, observer: observer, byPhase: map[string]int{}}
+func newMeter(m chat.Model, max int, observer func(string, int), clock *partClock) *meter {
+	return &meter{m: m, max: max, observer: observer, clock: clock, byPhase: map[string]int{}}
 }
 
 func (t *meter) Chat(ctx context.Context, req chat.Request) (chat.Response, error) {
@@ -34,6 +36,9 @@ func (t *meter) Chat(ctx context.Context, req chat.Request) (chat.Response, erro
 		return chat.Response{}, fmt.Errorf("%w: %d of %d tokens used", chat.ErrBudgetExhausted, used, t.max)
 	}
 	t.mu.Unlock()
+	if t.clock != nil {
+		defer t.clock.since(stage.PartModel, t.clock.now())
+	}
 	resp, err := t.m.Chat(ctx, req)
 	if err != nil {
 		return resp, err

@@ -13,6 +13,7 @@ import (
 	"regexp"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/selfcode/selfcode/pipeline/chat"
@@ -181,6 +182,10 @@ type Output struct {
 	// Skipped, when set, is why the job made no change on purpose (a plan
 	// too wide even after asking for a narrower one).
 	Skipped string
+	// Took is where the job's time went inside the pipeline: sandbox
+	// start, setup, baseline and model (parts that were never reached are
+	// absent). They overlap: the baseline runs while the model works.
+	Took map[stage.Part]time.Duration
 }
 
 // VerifyResult is one verification round.
@@ -200,6 +205,39 @@ type jobState struct {
 	changed map[string]bool // every path an edit touched, to copy into the sandbox
 	trans   []chat.Message
 	syntax  *sandboxSyntax // edits' syntax checks, in the sandbox once it is up
+	clock   *partClock
+}
+
+// partClock adds up the time spent in each part of a job; the baseline
+// and the model add to it at the same time.
+type partClock struct {
+	now  func() time.Time
+	mu   sync.Mutex
+	took map[stage.Part]time.Duration
+}
+
+// since adds the time from start to now to part.
+func (c *partClock) since(part stage.Part, start time.Time) {
+	d := c.now().Sub(start)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.took == nil {
+		c.took = map[stage.Part]time.Duration{}
+	}
+	c.took[part] += d
+}
+
+func (c *partClock) snapshot() map[stage.Part]time.Duration {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if len(c.took) == 0 {
+		return nil
+	}
+	out := make(map[stage.Part]time.Duration, len(c.took))
+	for k, v := range c.took {
+		out[k] = v
+	}
+	return out
 }
 
 // Run runs one job. Budget and step limits end it cleanly with the reason in
@@ -220,8 +258,9 @@ func (p *Pipeline) Run(ctx context.Context, in Input) (*Output, error) {
 	if p.o.Observer != nil {
 		tokObs = p.o.Observer.Tokens
 	}
-	s := &jobState{p: p, in: in, cfg: cfg, out: out, changed: map[string]bool{}, syntax: &sandboxSyntax{},
-		model: newMeter(p.o.Model, cfg.Limits.MaxTokens, tokObs),
+	clock := &partClock{now: p.o.Now}
+	s := &jobState{p: p, in: in, cfg: cfg, out: out, changed: map[string]bool{}, syntax: &sandboxSyntax{}, clock: clock,
+		model: newMeter(p.o.Model, cfg.Limits.MaxTokens, tokObs, clock),
 		log:   p.o.Logger.With("job_id", in.JobID)}
 	var editObs func(tool, result string)
 	if p.o.Observer != nil {
@@ -237,6 +276,7 @@ func (p *Pipeline) Run(ctx context.Context, in Input) (*Output, error) {
 	out.Tokens, out.ByPhase = s.model.snapshot()
 	out.Transcript = s.trans
 	out.Duration = p.o.Now().Sub(start)
+	out.Took = clock.snapshot()
 	out.Changed = s.tools.Changed()
 	if tr, jerr := json.MarshalIndent(redactTranscript(s.trans), "", "  "); jerr == nil && in.Progress != nil {
 		in.Progress.Artifact("transcript.json", tr)
@@ -275,6 +315,15 @@ func (s *jobState) artifact(name string, v any) {
 }
 
 func (s *jobState) run(ctx context.Context) error {
+	// 0. The sandbox starts from the pristine checkout, runs setup and
+	// verifies the base while the model plans.
+	var prep *preparation
+	if !s.in.PlanOnly {
+		prep = s.prepare(ctx)
+		defer prep.close()
+		s.syntax.prep = prep
+	}
+
 	// 1. Plan.
 	s.stage(stage.Plan, stage.Running, "")
 	plan, msgs, err := s.plan(ctx)
@@ -300,14 +349,11 @@ func (s *jobState) run(ctx context.Context) error {
 		return nil
 	}
 
-	// 2. Sandbox and baseline, on the pristine checkout.
-	env, err := s.prepare(ctx)
-	if err != nil {
+	// 2. No edit before the pristine checkout is in the sandbox.
+	if err := prep.waitCopied(ctx); err != nil {
 		s.stage(stage.Verify, stage.Fail, err.Error())
 		return err
 	}
-	defer func() { env.close() }()
-	s.syntax.env = env
 
 	// 3. Edit.
 	s.stage(stage.Edit, stage.Running, "")
@@ -322,6 +368,11 @@ func (s *jobState) run(ctx context.Context) error {
 		return nil
 	}
 	s.stage(stage.Edit, stage.Pass, fmt.Sprintf("%d file(s) changed", len(s.tools.Changed())))
+	env, err := prep.wait(ctx)
+	if err != nil {
+		s.stage(stage.Verify, stage.Fail, err.Error())
+		return err
+	}
 
 	// 4. Verify, then fix while a fix can help, until verified or out of
 	// rounds. A base that was already broken never gets a fix round.
@@ -575,151 +626,6 @@ func shorten(msgs []chat.Message, budget int) []chat.Message {
 	return msgs
 }
 
-// prepare starts the container on the pristine checkout, runs setup (the
-// only step that may have network), drops the network, and runs or loads
-// the baseline on the base commit. A failing setup step is not an error:
-// it is recorded, the verify commands are skipped, and the verdict says so.
-func (s *jobState) prepare(ctx context.Context) (*sandboxEnv, error) {
-	if s.p.o.Sandbox == nil {
-		return nil, errors.New("no sandbox: verification needs Docker")
-	}
-	env := &sandboxEnv{cmds: s.verifyCommands(s.in.Dir)}
-	baseSHA := s.in.BaseSHA
-	if s.in.BaselineSHA != "" {
-		baseSHA = s.in.BaselineSHA
-	}
-	if s.p.o.Baseline != nil && baseSHA != "" {
-		if base, found, err := s.p.o.Baseline.Get(baseSHA, s.cfg.Hash()); err == nil && found {
-			s.out.Base = &base
-		}
-	}
-	if s.out.Base == nil && s.in.BaselineDir != "" {
-		// The baseline is another commit: verify it in a container of its own.
-		bs, setup, err := s.start(ctx, s.in.BaselineDir)
-		if err != nil {
-			return nil, fmt.Errorf("baseline sandbox: %w", err)
-		}
-		base, err := s.runCommands(ctx, bs, setup, s.verifyCommands(s.in.BaselineDir))
-		bs.Close(context.Background())
-		if err != nil {
-			return nil, fmt.Errorf("baseline verification: %w", err)
-		}
-		s.setBase(baseSHA, base)
-	}
-	sess, setup, err := s.start(ctx, s.in.Dir)
-	if err != nil {
-		return nil, err
-	}
-	env.sess, env.setup, env.manifests = sess, setup, s.manifestDigest()
-	if s.out.Base == nil {
-		base, err := s.runCommands(ctx, sess, setup, env.cmds)
-		if err != nil {
-			env.close()
-			return nil, fmt.Errorf("baseline verification: %w", err)
-		}
-		s.setBase(baseSHA, base)
-	}
-	s.artifact("verify-base.json", s.out.Base)
-	return env, nil
-}
-
-// sandboxEnv is the container the change is verified in, with the setup
-// it had.
-type sandboxEnv struct {
-	sess      Session
-	setup     []verify.CommandResult
-	cmds      []verify.Command
-	manifests string // digest of the dependency manifests setup ran on
-}
-
-func (e *sandboxEnv) close() {
-	if e.sess != nil {
-		e.sess.Close(context.Background())
-		e.sess = nil
-	}
-}
-
-// verifyCommands are the verification commands for the checkout at dir.
-func (s *jobState) verifyCommands(dir string) []verify.Command {
-	var cmds []verify.Command
-	for _, c := range s.cfg.VerifyCommands(dir) {
-		cmds = append(cmds, verify.Command{Name: c.Name, Run: c.Run, Timeout: c.Timeout, Kind: commandKind(c.Kind),
-			Reports: c.Reports, Runner: string(c.Runner), OutputBytes: s.cfg.Limits.OutputBytes})
-	}
-	return cmds
-}
-
-// runCommands runs the verification commands in sess, or skips them all
-// when a setup step failed.
-func (s *jobState) runCommands(ctx context.Context, sess Session, setup []verify.CommandResult, cmds []verify.Command) (verify.Run, error) {
-	var run verify.Run
-	if failed := setupFailed(setup); failed {
-		run = verify.Skip(cmds, verify.SkipSetupFailed)
-	} else {
-		var err error
-		if run, err = verify.Verify(ctx, sess, cmds); err != nil {
-			return run, err
-		}
-	}
-	run.Setup = setup
-	return run, nil
-}
-
-func setupFailed(setup []verify.CommandResult) bool {
-	for _, r := range setup {
-		if !r.Passed {
-			return true
-		}
-	}
-	return false
-}
-
-// start starts a container with dir copied in and setup run; the setup
-// network, if any, is gone when it returns. Setup stops at the first step
-// that fails; its results are returned either way.
-func (s *jobState) start(ctx context.Context, dir string) (Session, []verify.CommandResult, error) {
-	deadline := time.Time{}
-	if d, ok := ctx.Deadline(); ok {
-		deadline = d
-	}
-	steps := s.cfg.SetupSteps(dir)
-	network := false
-	for _, st := range steps {
-		network = network || st.Network
-	}
-	sess, err := s.p.o.Sandbox.Start(ctx, SandboxSpec{JobID: s.in.JobID, Image: s.cfg.Image, Deadline: deadline,
-		SetupNetwork: network, Cache: s.in.Repository})
-	if err != nil {
-		return nil, nil, fmt.Errorf("start sandbox: %w", err)
-	}
-	fail := func(err error) (Session, []verify.CommandResult, error) {
-		sess.Close(context.Background())
-		return nil, nil, err
-	}
-	if err := sess.CopyTree(ctx, dir); err != nil {
-		return fail(fmt.Errorf("copy checkout into sandbox: %w", err))
-	}
-	var results []verify.CommandResult
-	for _, st := range steps {
-		c := verify.Command{Name: st.Name, Run: st.Run, Timeout: st.Timeout, Kind: verify.OtherCommand}
-		out, err := sess.Setup(ctx, st.Run, st.Timeout)
-		if err != nil {
-			return fail(fmt.Errorf("setup %q: %w", st.Run, err))
-		}
-		res := verify.Result(c, "", out)
-		results = append(results, res)
-		if !res.Passed {
-			break
-		}
-	}
-	if network {
-		if err := sess.DropNetwork(ctx); err != nil {
-			return fail(fmt.Errorf("drop setup network: %w", err))
-		}
-	}
-	return sess, results, nil
-}
-
 // commandKind maps a configured command's kind to the verifier's.
 func commandKind(k repoconfig.Kind) verify.CommandKind {
 	switch k {
@@ -749,15 +655,6 @@ func (s *jobState) manifestDigest() string {
 	return hex.EncodeToString(h.Sum(nil))
 }
 
-func (s *jobState) setBase(sha string, base verify.Run) {
-	s.out.Base = &base
-	if s.p.o.Baseline != nil && sha != "" {
-		if err := s.p.o.Baseline.Put(sha, s.cfg.Hash(), base); err != nil {
-			s.log.Warn("store baseline", "err", err)
-		}
-	}
-}
-
 // verifyChanges brings the model's changes into the sandbox (a fresh one,
 // with setup run again, when a dependency manifest changed), runs the
 // verification commands, reruns alone the tests that newly fail to tell
@@ -766,7 +663,7 @@ func (s *jobState) verifyChanges(ctx context.Context, env *sandboxEnv, round int
 	if d := s.manifestDigest(); d != env.manifests {
 		s.log.Info("a dependency manifest changed; setting up a fresh sandbox", "round", round)
 		env.close()
-		sess, setup, err := s.start(ctx, s.in.Dir)
+		sess, setup, err := s.start(ctx, s.in.Dir, s.cfg.SetupSteps(s.in.Dir), nil)
 		if err != nil {
 			return verify.Run{}, verify.Comparison{}, err
 		}

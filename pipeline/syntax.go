@@ -70,14 +70,20 @@ process.exit(errs.length ? 1 : 0)' "$1" "$2"`
 // candidate content is copied next to the file it would replace (so the
 // package's module type applies), checked, and removed.
 type sandboxSyntax struct {
-	env *sandboxEnv // set once the sandbox is prepared
-	seq atomic.Int64
+	prep *preparation // the job's sandbox; checks wait until it is ready
+	seq  atomic.Int64
 }
 
 func (c *sandboxSyntax) Checks(p string) bool { return languageOf(p) != langNone }
 
 func (c *sandboxSyntax) Check(ctx context.Context, rel string, content []byte) ([]string, error) {
-	if c.env == nil || c.env.sess == nil {
+	if c.prep == nil {
+		return nil, errNoSandbox
+	}
+	// A check copies model-written content in: only once setup's network
+	// is gone and the baseline has run, which it must not see.
+	env, err := c.prep.wait(ctx)
+	if err != nil || env == nil || env.sess == nil {
 		return nil, errNoSandbox
 	}
 	script := map[syntaxLang]string{langPython: pythonCheck, langJS: jsCheck, langTS: tsCheck}[languageOf(rel)]
@@ -98,12 +104,12 @@ func (c *sandboxSyntax) Check(ctx context.Context, rel string, content []byte) (
 	if err := os.WriteFile(full, content, 0o644); err != nil {
 		return nil, err
 	}
-	if err := c.env.sess.CopyFiles(ctx, host, []string{tmpRel}, nil); err != nil {
+	if err := env.sess.CopyFiles(ctx, host, []string{tmpRel}, nil); err != nil {
 		return nil, fmt.Errorf("copy %s into the sandbox: %w", rel, err)
 	}
 	file := "/work/" + tmpRel
 	run := fmt.Sprintf("set -- %s %s; %s; rc=$?; rm -f -- \"$1\"; exit $rc", verify.ShellQuote(file), verify.ShellQuote(rel), script)
-	out, err := c.env.sess.Exec(ctx, verify.Command{Name: "syntax", Run: run, Timeout: time.Minute, OutputBytes: 64 << 10})
+	out, err := env.sess.Exec(ctx, verify.Command{Name: "syntax", Run: run, Timeout: time.Minute, OutputBytes: 64 << 10})
 	if err != nil {
 		return nil, err
 	}

@@ -1,6 +1,10 @@
 package templates
 
-import "time"
+import (
+	"time"
+
+	"github.com/selfcode/selfcode/pipeline/stage"
+)
 
 // richReport is a realistic finished job with every section filled.
 func richReport() Report {
@@ -46,10 +50,13 @@ func richReport() Report {
 		MaxFixAttempts: 3,
 		Tokens:         TokenUsage{Total: 48213, ByPhase: map[string]int{"plan": 6120, "edit": 30877, "fix": 9004, "report": 2212}},
 		Duration:       3*time.Minute + 12*time.Second,
-		State:          "succeeded",
-		Outcome:        "pr_opened",
-		BlastRadius:    []string{"cmd/clockctl", "internal/schedule"},
-		Iteration:      2,
+		Time: []TimeSpan{{Part: stage.PartQueue, Took: 400 * time.Millisecond}, {Part: stage.PartCheckout, Took: 1100 * time.Millisecond},
+			{Part: stage.PartSandboxStart, Took: 900 * time.Millisecond}, {Part: stage.PartBaseline, Took: 41 * time.Second}, {Part: stage.PartModel, Took: 95 * time.Second},
+			{Part: stage.PartVerify, Took: 45 * time.Second}},
+		State:       "succeeded",
+		Outcome:     "pr_opened",
+		BlastRadius: []string{"cmd/clockctl", "internal/schedule"},
+		Iteration:   2,
 		Iterations: []Iteration{{Number: 1, Summary: "First edit broke an existing test.", Outcome: "verification_failed",
 			FilesChanged: []FileChange{{Path: "clock/parse.go", Action: "modified", Added: 2, Deleted: 9}}, Verification: earlier}},
 		Logs: "edit: str_replace clock/parse.go\nedit: str_replace clock/parse_test.go\nverify: test failed\nfix: str_replace clock/parse.go\nverify: all passed",

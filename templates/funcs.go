@@ -26,6 +26,7 @@ func funcs() template.FuncMap {
 		"fence":      fence,
 		"marker":     markerFunc,
 		"dur":        formatDuration,
+		"partName":   partName,
 		"num":        formatNumber,
 		"icon":       statusIcon,
 		"check":      checkbox,
@@ -162,6 +163,9 @@ func formatDuration(d time.Duration) string {
 	d = d.Round(time.Minute)
 	return fmt.Sprintf("%dh%02dm", int(d.Hours()), int(d.Minutes())%60)
 }
+
+// partName is how a report names a part of a job's time: "sandbox start".
+func partName(p stage.Part) string { return strings.ReplaceAll(string(p), "_", " ") }
 
 // formatNumber writes n with thousands separators: 123,456.
 func formatNumber(n int) string {

@@ -24,9 +24,13 @@ type Report struct {
 	MaxFixAttempts int // 0: unknown, not shown
 	Tokens         TokenUsage
 	Duration       time.Duration
-	State          string // job state, e.g. "running", "succeeded"
-	Outcome        string // job outcome, e.g. "pr_opened", "verification_failed"
-	Draft          bool   // the PR is a draft because the change is not verified
+	// Time is where the job's time went, part by part (queue, checkout,
+	// sandbox start, setup, baseline, model, verify, fix, publish); parts
+	// may overlap.
+	Time    []TimeSpan
+	State   string // job state, e.g. "running", "succeeded"
+	Outcome string // job outcome, e.g. "pr_opened", "verification_failed"
+	Draft   bool   // the PR is a draft because the change is not verified
 	// Verdict is verification's judgement: "verified", "failed" or
 	// "unverified"; empty when the job ended before verification.
 	Verdict string
@@ -137,6 +141,12 @@ type Iteration struct {
 	Outcome      string
 	FilesChanged []FileChange
 	Verification []VerifyRow
+}
+
+// TimeSpan is the time a job spent in one part.
+type TimeSpan struct {
+	Part stage.Part
+	Took time.Duration
 }
 
 // Stage is one line of the progress checklist.

@@ -179,14 +179,18 @@ type Job struct {
 	Reason         string    `json:"reason,omitempty"`
 	// Stop says why the worker stopped the run before it ended by itself
 	// (empty: it did not), so reports tell it without reading Error.
-	Stop            Stop        `json:"stop,omitempty"`
-	SupersededBy    string      `json:"superseded_by,omitempty"`
-	CancelRequested bool        `json:"cancel_requested,omitempty"`
-	TargetJobID     string      `json:"target_job_id,omitempty"` // control jobs: the job acted on
-	Tokens          int         `json:"tokens"`
-	Stages          []Stage     `json:"stages,omitempty"`
-	Publication     Publication `json:"publication"`
-	QueueSeq        uint64      `json:"queue_seq,omitempty"`
+	Stop            Stop    `json:"stop,omitempty"`
+	SupersededBy    string  `json:"superseded_by,omitempty"`
+	CancelRequested bool    `json:"cancel_requested,omitempty"`
+	TargetJobID     string  `json:"target_job_id,omitempty"` // control jobs: the job acted on
+	Tokens          int     `json:"tokens"`
+	Stages          []Stage `json:"stages,omitempty"`
+	// Time is where the last run's time went, part by part (queue wait,
+	// checkout, sandbox start, setup, baseline, model, verify, fix,
+	// publish); parts may overlap.
+	Time        []stage.Span `json:"time,omitempty"`
+	Publication Publication  `json:"publication"`
+	QueueSeq    uint64       `json:"queue_seq,omitempty"`
 }
 
 // Key is the single-flight key of the job's (repository, issue).

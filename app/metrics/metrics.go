@@ -11,6 +11,7 @@ import (
 
 	"github.com/selfcode/selfcode/app/job"
 	"github.com/selfcode/selfcode/app/store"
+	"github.com/selfcode/selfcode/pipeline/stage"
 )
 
 // StatsSource is what the store gauges are read from at scrape time.
@@ -54,7 +55,7 @@ func New(o Options) *Metrics {
 			Buckets: []float64{1, 5, 15, 30, 60, 120, 300, 600, 1200, 2700, 5400},
 		}, []string{"kind", "state", "outcome"}),
 		stageDur: prometheus.NewHistogramVec(prometheus.HistogramOpts{
-			Name: "selfcode_stage_duration_seconds", Help: "Duration of finished job stages (checkout, plan, edit, verify, fix, publish): where a job's time goes.",
+			Name: "selfcode_stage_duration_seconds", Help: "Duration of finished job stages (checkout, plan, edit, verify, fix, publish) and of the parts inside them (sandbox_start, setup, baseline, model): where a job's time goes.",
 			Buckets: []float64{.1, .5, 1, 2, 5, 10, 20, 40, 80, 160, 320, 640, 1280},
 		}, []string{"stage"}),
 		queueWait: prometheus.NewHistogram(prometheus.HistogramOpts{
@@ -109,6 +110,13 @@ func (m *Metrics) JobFinished(j *job.Job) {
 	for _, s := range j.Stages {
 		if !s.StartedAt.IsZero() && !s.FinishedAt.IsZero() && !s.FinishedAt.Before(s.StartedAt) {
 			m.stageDur.WithLabelValues(string(s.Name)).Observe(s.FinishedAt.Sub(s.StartedAt).Seconds())
+		}
+	}
+	// The parts inside the stages: sandbox start, setup, baseline, model.
+	for _, sp := range j.Time {
+		switch sp.Part {
+		case stage.PartSandboxStart, stage.PartSetup, stage.PartBaseline, stage.PartModel:
+			m.stageDur.WithLabelValues(string(sp.Part)).Observe(sp.Seconds)
 		}
 	}
 	due := j.CreatedAt

@@ -105,7 +105,11 @@ type run struct {
 	start  time.Time
 	stages []templates.Stage
 	rep    templates.Report
-	mu     sync.Mutex
+	// began is when each running stage started; took adds up where the
+	// time went (stages, and the pipeline's finer parts).
+	began map[stage.Name]time.Time
+	took  map[stage.Part]time.Duration
+	mu    sync.Mutex
 }
 
 var stageOrder = []stage.Name{stage.Checkout, stage.Plan, stage.Edit, stage.Verify, stage.Fix, stage.Publish}
@@ -133,7 +137,11 @@ func (r *Runner) Run(ctx context.Context, j *job.Job, rt worker.Runtime) (job.Ou
 func (r *Runner) begin(j *job.Job, rt worker.Runtime, client *gh.Client) *run {
 	log := rt.Logger()
 	x := &run{r: r, j: j, rt: rt, log: log, start: r.o.Now(),
-		pub: &publisher{c: client, j: j, tm: r.o.Templates, sv: rt, log: log}}
+		pub:   &publisher{c: client, j: j, tm: r.o.Templates, sv: rt, log: log},
+		began: map[stage.Name]time.Time{}, took: map[stage.Part]time.Duration{}}
+	if due := queuedSince(j); !due.IsZero() && !j.StartedAt.Before(due) {
+		x.took[stage.PartQueue] = j.StartedAt.Sub(due)
+	}
 	x.rep = templates.Report{JobID: j.ID, Repository: j.Repo.FullName(), Issue: originalIssue(j), IssueTitle: j.IssueTitle,
 		CommandWord: r.o.CommandWord, State: string(job.StateRunning)}
 	for _, name := range stageOrder {
@@ -163,7 +171,14 @@ func originalIssue(j *job.Job) int {
 // the progress comment. The run is the pipeline's Progress: every stage
 // update, the pipeline's and the runner's own, goes through here.
 func (x *run) Stage(name stage.Name, status stage.Status, summary string) {
+	now := x.r.o.Now().UTC()
 	x.mu.Lock()
+	if status == stage.Running {
+		x.began[name] = now
+	} else if t, ok := x.began[name]; ok {
+		x.took[stage.Part(name)] += now.Sub(t)
+		delete(x.began, name)
+	}
 	found := false
 	for i := range x.stages {
 		if x.stages[i].Name == name {
@@ -175,7 +190,6 @@ func (x *run) Stage(name stage.Name, status stage.Status, summary string) {
 		x.stages = append(x.stages, templates.Stage{Name: name, Status: status, Summary: summary})
 	}
 	x.mu.Unlock()
-	now := x.r.o.Now().UTC()
 	finished := time.Time{}
 	if status != stage.Running {
 		finished = now
@@ -215,7 +229,18 @@ func (x *run) report() templates.Report {
 	rep := x.rep
 	rep.Stages = append([]templates.Stage(nil), x.stages...)
 	rep.Duration = x.r.o.Now().Sub(x.start)
+	for _, sp := range stage.Spans(x.took) {
+		rep.Time = append(rep.Time, templates.TimeSpan{Part: sp.Part, Took: time.Duration(sp.Seconds * float64(time.Second))})
+	}
 	return rep
+}
+
+// queuedSince is when a job became due: created, or scheduled for later.
+func queuedSince(j *job.Job) time.Time {
+	if j.ScheduledFor.After(j.CreatedAt) {
+		return j.ScheduledFor
+	}
+	return j.CreatedAt
 }
 
 func (x *run) progress(ctx context.Context) error {
@@ -272,7 +297,11 @@ func (x *run) finish(outcome job.Outcome, err error) {
 			x.stages[i].Status = stage.Fail
 		}
 	}
+	spans := stage.Spans(x.took)
 	x.mu.Unlock()
+	if _, err := x.rt.Update(ctx, func(j *job.Job) error { j.Time = spans; return nil }); err != nil {
+		x.log.Warn("record where the time went", "err", err)
+	}
 	if err := x.progress(ctx); err != nil {
 		x.log.Warn("final progress comment", "err", err)
 	}

@@ -484,3 +484,41 @@ func TestStageTimes(t *testing.T) {
 		t.Fatalf("a running stage has an end: %+v", p)
 	}
 }
+
+// Where a job's time went — queue wait, stages, and the pipeline's finer
+// parts — is in the job record and in the pull request's body.
+func TestWhereTheTimeWent(t *testing.T) {
+	t.Parallel()
+	pipe := func(ctx context.Context, in pipeline.Input) (*pipeline.Output, error) {
+		out, err := verifiedChange(verify.Verified)(ctx, in)
+		if out != nil {
+			out.Took = map[stage.Part]time.Duration{stage.PartSandboxStart: 1500 * time.Millisecond, stage.PartModel: 4 * time.Second}
+		}
+		return out, err
+	}
+	e := newStepEnv(t, nil, pipe)
+	j := e.issueJob(job.KindRun)
+	j.StartedAt = time.Now()
+	j.CreatedAt = j.StartedAt.Add(-2 * time.Second)
+	x, rt := e.begin(j)
+	if _, err := x.work(context.Background(), e.client); err != nil {
+		t.Fatal(err)
+	}
+	x.finish(job.OutcomePROpened, nil)
+	took := map[stage.Part]float64{}
+	for _, sp := range rt.job().Time {
+		took[sp.Part] = sp.Seconds
+	}
+	if took[stage.PartQueue] != 2 || took[stage.PartSandboxStart] != 1.5 || took[stage.PartModel] != 4 {
+		t.Errorf("job time %+v", rt.job().Time)
+	}
+	for _, p := range []stage.Part{stage.PartCheckout, stage.PartPublish} {
+		if _, ok := took[p]; !ok {
+			t.Errorf("no %s time in %+v", p, rt.job().Time)
+		}
+	}
+	prs := e.fake.PullRequests(owner, repoName)
+	if len(prs) != 1 || !strings.Contains(prs[0].Body, "queue 2.0s · checkout ") || !strings.Contains(prs[0].Body, "sandbox start 1.5s · model 4.0s") {
+		t.Fatalf("the pull request does not say where the time went:\n%v", prs)
+	}
+}

@@ -250,7 +250,8 @@ func (m *Manager) Caches(ctx context.Context) ([]CacheInfo, error) {
 
 // EvictCaches removes the least recently used caches until the total is
 // within CacheOptions.MaxBytes (a cache a running job uses cannot be
-// removed and is passed over), forgets caches that are gone, and returns
+// removed and is passed over, and one never measured is left alone: it
+// counts for nothing in the total), forgets caches that are gone, and returns
 // the volumes removed.
 func (m *Manager) EvictCaches(ctx context.Context) ([]string, error) {
 	if m.opts.Cache.MaxBytes <= 0 {
@@ -279,6 +280,11 @@ func (m *Manager) EvictCaches(ctx context.Context) ([]string, error) {
 	for _, c := range caches {
 		if total <= m.opts.Cache.MaxBytes {
 			break
+		}
+		if c.Size <= 0 {
+			// Never measured (its job never ended here): removing it would
+			// not bring the measured total down.
+			continue
 		}
 		if err := m.api.VolumeRemove(ctx, c.Volume, false); err != nil {
 			if !errdefs.IsNotFound(err) && !errdefs.IsConflict(err) {

@@ -115,8 +115,15 @@ func (m *Manager) Start(ctx context.Context, spec Spec) (*Container, error) {
 	cfg, host := m.containerConfig(spec, image, life, cache)
 	uid, gid, _ := parseUser(m.opts.User) // validated in New
 	name := "selfcode-" + nameSafe(spec.JobID) + "-" + randomHex(4)
+	unlock := func() {}
+	if cache != nil {
+		if unlock, err = m.volumes.Lock(ctx, cache.volume); err != nil {
+			return nil, err
+		}
+	}
 	m.creating.RLock()
 	created, err := m.api.ContainerCreate(ctx, cfg, host, nil, nil, name)
+	unlock()
 	if err != nil {
 		m.creating.RUnlock()
 		if errdefs.IsNotFound(err) {

@@ -15,6 +15,8 @@ import (
 	"github.com/docker/docker/api/types/filters"
 	"github.com/docker/docker/api/types/volume"
 	"github.com/docker/docker/client"
+
+	"github.com/selfcode/selfcode/internal/keyedlock"
 )
 
 // Labels put on every container and work volume.
@@ -35,7 +37,11 @@ type Manager struct {
 	// tracked, and write-held by a reap, so a reap never takes a container
 	// that is being started.
 	creating sync.RWMutex
-	startMu  sync.Mutex // serialises the startup reap
+	// volumes serialises the creation of containers that mount the same
+	// cache volume: the engine fills an empty volume from the image on
+	// create, and two creates filling it at once fail ("file exists").
+	volumes keyedlock.Locks
+	startMu sync.Mutex // serialises the startup reap
 
 	mu     sync.Mutex
 	live   map[string]*Container // by container ID

@@ -374,9 +374,12 @@ func TestOutputCap(t *testing.T) {
 	}
 }
 
+// go vet and go test run in the sandbox (with the repository's cache,
+// which starts from the image's pre-warmed standard library).
 func TestGoTestRunsInside(t *testing.T) {
-	m, _ := newManager(t, Limits{})
-	c := start(t, m, Spec{})
+	t.Parallel()
+	m := cacheManager(t, 10<<30, "")
+	c := start(t, m, Spec{Cache: testRepo(t, m, "gotest")})
 	if err := c.CopyTree(context.Background(), "testdata/gomod"); err != nil {
 		t.Fatal(err)
 	}

@@ -283,7 +283,7 @@ func (s *Store) Retry(ctx context.Context, id string, t job.Trigger) (*job.Job, 
 		j.Attempts = 0
 		j.CancelRequested = false
 		j.StartedAt, j.FinishedAt, j.ScheduledFor = time.Time{}, time.Time{}, time.Time{}
-		j.Stages = nil
+		j.Stages, j.Time = nil, nil
 		j.UpdatedAt = now
 		j.QueueSeq = 0
 		if err := place(tx, j, true); err != nil {

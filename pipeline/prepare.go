@@ -1,0 +1,258 @@
+package pipeline
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/selfcode/selfcode/pipeline/repoconfig"
+	"github.com/selfcode/selfcode/pipeline/stage"
+	"github.com/selfcode/selfcode/pipeline/verify"
+)
+
+// preparation is the job's sandbox made ready while the model plans and
+// edits: the container starts from the pristine checkout, setup (the only
+// step that may have network) runs, the network is dropped, and the base
+// commit is verified or its verification loaded from the cache. Edits wait
+// only until the pristine checkout is copied in; syntax checks and
+// verification wait for all of it. A failing setup step is not an error:
+// it is recorded, the verify commands are skipped, and the verdict says so.
+type preparation struct {
+	cancel context.CancelFunc
+	copied chan struct{} // closed once the pristine checkout is in the sandbox, or preparation ended
+	done   chan struct{} // closed once env and err are set
+	env    *sandboxEnv
+	err    error
+}
+
+// prepare starts the preparation. Everything it reads from the checkout
+// (verify commands, setup steps) is read here, before any edit.
+func (s *jobState) prepare(ctx context.Context) *preparation {
+	ctx, cancel := context.WithCancel(ctx)
+	p := &preparation{cancel: cancel, copied: make(chan struct{}), done: make(chan struct{})}
+	env := &sandboxEnv{cmds: s.verifyCommands(s.in.Dir), manifests: s.manifestDigest()}
+	steps := s.cfg.SetupSteps(s.in.Dir)
+	var base *checkout
+	if s.in.BaselineDir != "" {
+		base = &checkout{dir: s.in.BaselineDir, cmds: s.verifyCommands(s.in.BaselineDir), steps: s.cfg.SetupSteps(s.in.BaselineDir)}
+	}
+	var once sync.Once
+	copied := func() { once.Do(func() { close(p.copied) }) }
+	go func() {
+		defer copied() // after done, so a failure before the copy is seen by waitCopied
+		defer close(p.done)
+		p.env, p.err = s.ready(ctx, env, steps, base, copied)
+	}()
+	return p
+}
+
+// checkout is a directory to verify with what was read from it.
+type checkout struct {
+	dir   string
+	cmds  []verify.Command
+	steps []repoconfig.SetupStep
+}
+
+// ready does the preparation's work. The env is returned even with an
+// error, so that whatever was started is closed.
+func (s *jobState) ready(ctx context.Context, env *sandboxEnv, steps []repoconfig.SetupStep, base *checkout, copied func()) (*sandboxEnv, error) {
+	if s.p.o.Sandbox == nil {
+		return env, errors.New("no sandbox: verification needs Docker")
+	}
+	baseSHA := s.in.BaseSHA
+	if s.in.BaselineSHA != "" {
+		baseSHA = s.in.BaselineSHA
+	}
+	if s.p.o.Baseline != nil && baseSHA != "" {
+		if run, found, err := s.p.o.Baseline.Get(baseSHA, s.cfg.Hash()); err == nil && found {
+			s.out.Base = &run
+		}
+	}
+	sess, setup, err := s.start(ctx, s.in.Dir, steps, copied)
+	if err != nil {
+		return env, err
+	}
+	env.sess, env.setup = sess, setup
+	if s.out.Base == nil {
+		var run verify.Run
+		if base != nil {
+			// The baseline is another commit (a pull request's base): verify
+			// it in a container of its own.
+			run, err = s.verifyElsewhere(ctx, *base)
+		} else {
+			run, err = s.baseline(ctx, sess, setup, env.cmds)
+		}
+		if err != nil {
+			return env, fmt.Errorf("baseline verification: %w", err)
+		}
+		s.setBase(baseSHA, run)
+	}
+	s.artifact("verify-base.json", s.out.Base)
+	return env, nil
+}
+
+func (s *jobState) verifyElsewhere(ctx context.Context, c checkout) (verify.Run, error) {
+	bs, setup, err := s.start(ctx, c.dir, c.steps, nil)
+	if err != nil {
+		return verify.Run{}, fmt.Errorf("baseline sandbox: %w", err)
+	}
+	defer bs.Close(context.Background())
+	return s.baseline(ctx, bs, setup, c.cmds)
+}
+
+func (s *jobState) baseline(ctx context.Context, sess Session, setup []verify.CommandResult, cmds []verify.Command) (verify.Run, error) {
+	defer s.clock.since(stage.PartBaseline, s.p.o.Now())
+	return s.runCommands(ctx, sess, setup, cmds)
+}
+
+// copied waits until the pristine checkout is in the sandbox, or the
+// preparation failed before that.
+func (p *preparation) waitCopied(ctx context.Context) error {
+	select {
+	case <-p.copied:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	select {
+	case <-p.done:
+		return p.err
+	default:
+		return nil
+	}
+}
+
+// wait waits for the whole preparation.
+func (p *preparation) wait(ctx context.Context) (*sandboxEnv, error) {
+	select {
+	case <-p.done:
+		return p.env, p.err
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+// close stops a preparation still under way and closes its sandbox.
+func (p *preparation) close() {
+	p.cancel()
+	<-p.done
+	if p.env != nil {
+		p.env.close()
+	}
+}
+
+// sandboxEnv is the container the change is verified in, with the setup
+// it had.
+type sandboxEnv struct {
+	sess      Session
+	setup     []verify.CommandResult
+	cmds      []verify.Command
+	manifests string // digest of the dependency manifests setup ran on
+}
+
+func (e *sandboxEnv) close() {
+	if e.sess != nil {
+		e.sess.Close(context.Background())
+		e.sess = nil
+	}
+}
+
+// verifyCommands are the verification commands for the checkout at dir.
+func (s *jobState) verifyCommands(dir string) []verify.Command {
+	var cmds []verify.Command
+	for _, c := range s.cfg.VerifyCommands(dir) {
+		cmds = append(cmds, verify.Command{Name: c.Name, Run: c.Run, Timeout: c.Timeout, Kind: commandKind(c.Kind),
+			Reports: c.Reports, Runner: string(c.Runner), OutputBytes: s.cfg.Limits.OutputBytes})
+	}
+	return cmds
+}
+
+// runCommands runs the verification commands in sess, or skips them all
+// when a setup step failed.
+func (s *jobState) runCommands(ctx context.Context, sess Session, setup []verify.CommandResult, cmds []verify.Command) (verify.Run, error) {
+	var run verify.Run
+	if failed := setupFailed(setup); failed {
+		run = verify.Skip(cmds, verify.SkipSetupFailed)
+	} else {
+		var err error
+		if run, err = verify.Verify(ctx, sess, cmds); err != nil {
+			return run, err
+		}
+	}
+	run.Setup = setup
+	return run, nil
+}
+
+func setupFailed(setup []verify.CommandResult) bool {
+	for _, r := range setup {
+		if !r.Passed {
+			return true
+		}
+	}
+	return false
+}
+
+// start starts a container with dir copied in (then calls copied, if set)
+// and the setup steps run; the setup network, if any, is gone when it
+// returns. Setup stops at the first step that fails; its results are
+// returned either way.
+func (s *jobState) start(ctx context.Context, dir string, steps []repoconfig.SetupStep, copied func()) (Session, []verify.CommandResult, error) {
+	deadline := time.Time{}
+	if d, ok := ctx.Deadline(); ok {
+		deadline = d
+	}
+	network := false
+	for _, st := range steps {
+		network = network || st.Network
+	}
+	began := s.p.o.Now()
+	sess, err := s.p.o.Sandbox.Start(ctx, SandboxSpec{JobID: s.in.JobID, Image: s.cfg.Image, Deadline: deadline,
+		SetupNetwork: network, Cache: s.in.Repository})
+	if err != nil {
+		return nil, nil, fmt.Errorf("start sandbox: %w", err)
+	}
+	fail := func(err error) (Session, []verify.CommandResult, error) {
+		sess.Close(context.Background())
+		return nil, nil, err
+	}
+	if err := sess.CopyTree(ctx, dir); err != nil {
+		return fail(fmt.Errorf("copy checkout into sandbox: %w", err))
+	}
+	s.clock.since(stage.PartSandboxStart, began)
+	if copied != nil {
+		copied()
+	}
+	began = s.p.o.Now()
+	var results []verify.CommandResult
+	for _, st := range steps {
+		c := verify.Command{Name: st.Name, Run: st.Run, Timeout: st.Timeout, Kind: verify.OtherCommand}
+		out, err := sess.Setup(ctx, st.Run, st.Timeout)
+		if err != nil {
+			return fail(fmt.Errorf("setup %q: %w", st.Run, err))
+		}
+		res := verify.Result(c, "", out)
+		results = append(results, res)
+		if !res.Passed {
+			break
+		}
+	}
+	if network {
+		if err := sess.DropNetwork(ctx); err != nil {
+			return fail(fmt.Errorf("drop setup network: %w", err))
+		}
+	}
+	if len(steps) > 0 {
+		s.clock.since(stage.PartSetup, began)
+	}
+	return sess, results, nil
+}
+
+func (s *jobState) setBase(sha string, base verify.Run) {
+	s.out.Base = &base
+	if s.p.o.Baseline != nil && sha != "" {
+		if err := s.p.o.Baseline.Put(sha, s.cfg.Hash(), base); err != nil {
+			s.log.Warn("store baseline", "err", err)
+		}
+	}
+}

@@ -1,0 +1,255 @@
+package pipeline_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/selfcode/selfcode/pipeline"
+	"github.com/selfcode/selfcode/pipeline/chat"
+	"github.com/selfcode/selfcode/pipeline/stage"
+	"github.com/selfcode/selfcode/pipeline/verify"
+	"github.com/selfcode/selfcode/prompts"
+)
+
+// The sandbox starts, sets up and verifies the base while the model plans
+// (the planner answers only once the baseline has begun), no edit happens
+// before the pristine checkout is in the sandbox (its copy is held until
+// the plan is done, and the editor must wait), and the job records where
+// its time went.
+func TestBaselineOverlapsThePlan(t *testing.T) {
+	t.Parallel()
+	for _, tt := range []struct {
+		name     string
+		gatePlan bool // the planner answers once the baseline has begun
+		holdCopy bool // the copy ends only after the plan
+	}{
+		{"the baseline runs while the model plans", true, false},
+		{"edits wait for the copy", false, true},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			sb := newEventSandbox(tt.holdCopy)
+			model := &gatedModel{ctx: ctx, sb: sb, noGate: !tt.gatePlan}
+			out, dir := runWith(t, ctx, model, sb, false)
+			if model.err != nil {
+				t.Fatal(model.err)
+			}
+			sb.mu.Lock()
+			defer sb.mu.Unlock()
+			if !sb.copiedPristine {
+				t.Error("the checkout copied into the sandbox was not the pristine one")
+			}
+			if sb.editBeforeCopy {
+				t.Error("the model edited before the pristine checkout was in the sandbox")
+			}
+			if b, _ := os.ReadFile(filepath.Join(dir, "calc.go")); string(b) == goRepo["calc.go"] {
+				t.Error("the edit did not happen")
+			}
+			for _, p := range []stage.Part{stage.PartSandboxStart, stage.PartBaseline, stage.PartModel} {
+				if _, ok := out.Took[p]; !ok {
+					t.Errorf("no time recorded for %s: %v", p, out.Took)
+				}
+			}
+			if sb.starts != 1 || sb.closes != 1 {
+				t.Errorf("%d sandboxes started, %d closed; want 1 and 1", sb.starts, sb.closes)
+			}
+		})
+	}
+}
+
+// A plan-only job starts no sandbox; a job whose plan fails closes the one
+// it started.
+func TestPreparationEndsWithThePlan(t *testing.T) {
+	t.Parallel()
+	for _, tt := range []struct {
+		name     string
+		planOnly bool
+		badPlan  bool
+		starts   int
+	}{
+		{"plan only", true, false, 0},
+		{"plan fails", false, true, 1},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			sb := newEventSandbox(false)
+			model := &gatedModel{ctx: ctx, sb: sb, badPlan: tt.badPlan, noGate: true}
+			runWith(t, ctx, model, sb, tt.planOnly)
+			sb.mu.Lock()
+			defer sb.mu.Unlock()
+			if tt.planOnly && sb.starts != 0 {
+				t.Errorf("a plan-only job started %d sandboxes", sb.starts)
+			}
+			if sb.starts != sb.closes {
+				t.Errorf("%d sandboxes started, %d closed", sb.starts, sb.closes)
+			}
+		})
+	}
+}
+
+func runWith(t *testing.T, ctx context.Context, model chat.Model, sb pipeline.Sandbox, planOnly bool) (*pipeline.Output, string) {
+	t.Helper()
+	ps, err := prompts.Load(prompts.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := pipeline.New(pipeline.Options{Model: model, Prompts: ps, Sandbox: sb})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir, base := gitRepo(t, goRepo)
+	out, err := p.Run(ctx, pipeline.Input{JobID: "01jprep", Repository: "o/calc", Issue: 1, IssueTitle: "Add adds",
+		Dir: dir, BaseSHA: base, PlanOnly: planOnly})
+	if err != nil && !errors.Is(err, errBadPlan) {
+		t.Fatal(err)
+	}
+	return out, dir
+}
+
+var errBadPlan = errors.New("no plan")
+
+// gatedModel plans only once the sandbox has begun the baseline (unless
+// noGate), then edits calc.go and finishes.
+type gatedModel struct {
+	ctx     context.Context
+	sb      *eventSandbox
+	badPlan bool
+	noGate  bool
+	mu      sync.Mutex
+	edits   int
+	err     error
+}
+
+func (m *gatedModel) Chat(ctx context.Context, req chat.Request) (chat.Response, error) {
+	reply := func(content string, calls ...chat.ToolCall) (chat.Response, error) {
+		return chat.Response{Message: chat.Message{Role: "assistant", Content: content, ToolCalls: calls}, Usage: chat.Usage{Total: 10}}, nil
+	}
+	switch req.Role {
+	case chat.RolePlanner:
+		if m.badPlan {
+			return chat.Response{}, errBadPlan
+		}
+		if !m.noGate {
+			select {
+			case <-m.sb.execStarted:
+			case <-m.ctx.Done():
+				m.mu.Lock()
+				m.err = errors.New("the baseline had not begun while the model planned")
+				m.mu.Unlock()
+			}
+		}
+		defer m.sb.once(&m.sb.plannedOnce, m.sb.planned)
+		return reply(calcPlan)
+	case chat.RoleEditor:
+		m.sb.once(&m.sb.editedOnce, m.sb.edited)
+		m.mu.Lock()
+		m.edits++
+		n := m.edits
+		m.mu.Unlock()
+		args := func(v any) string { b, _ := json.Marshal(v); return string(b) }
+		if n == 1 {
+			return reply("", chat.ToolCall{ID: "c1", Name: "str_replace", Arguments: args(map[string]string{
+				"path": "calc.go", "old_str": "return a - b }\n\n// Sub", "new_str": "return a + b }\n\n// Sub"})})
+		}
+		return reply("", chat.ToolCall{ID: "c2", Name: "finish", Arguments: args(map[string]string{"summary": "fixed Add"})})
+	}
+	return reply("done")
+}
+
+// eventSandbox records what the pipeline does with its sandbox.
+type eventSandbox struct {
+	holdCopy       bool
+	mu             sync.Mutex
+	starts, closes int
+	copiedPristine bool
+	editBeforeCopy bool
+	execStarted    chan struct{} // closed at the first command
+	planned        chan struct{} // closed when the planner has answered
+	edited         chan struct{} // closed at the first editor call
+	execOnce       sync.Once
+	plannedOnce    sync.Once
+	editedOnce     sync.Once
+}
+
+func newEventSandbox(holdCopy bool) *eventSandbox {
+	return &eventSandbox{holdCopy: holdCopy, execStarted: make(chan struct{}), planned: make(chan struct{}), edited: make(chan struct{})}
+}
+
+func (s *eventSandbox) once(o *sync.Once, ch chan struct{}) { o.Do(func() { close(ch) }) }
+
+func (s *eventSandbox) Start(ctx context.Context, spec pipeline.SandboxSpec) (pipeline.Session, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.starts++
+	return &eventSession{s: s}, nil
+}
+
+type eventSession struct {
+	s      *eventSandbox
+	closed bool
+}
+
+// CopyTree, when held, ends only after the plan, and waits a moment then
+// for an edit that must not come before it returns.
+func (e *eventSession) CopyTree(ctx context.Context, dir string) error {
+	b, err := os.ReadFile(filepath.Join(dir, "calc.go"))
+	if err != nil {
+		return err
+	}
+	if !e.s.holdCopy {
+		e.s.mu.Lock()
+		e.s.copiedPristine = string(b) == goRepo["calc.go"]
+		e.s.mu.Unlock()
+		return nil
+	}
+	select {
+	case <-e.s.planned:
+		select {
+		case <-e.s.edited:
+			e.s.mu.Lock()
+			e.s.editBeforeCopy = true
+			e.s.mu.Unlock()
+		case <-time.After(200 * time.Millisecond):
+		}
+	case <-ctx.Done():
+	}
+	e.s.mu.Lock()
+	e.s.copiedPristine = string(b) == goRepo["calc.go"]
+	e.s.mu.Unlock()
+	return nil
+}
+
+func (e *eventSession) CopyFiles(ctx context.Context, dir string, changed, deleted []string) error {
+	return nil
+}
+
+func (e *eventSession) Setup(ctx context.Context, run string, timeout time.Duration) (verify.Outcome, error) {
+	return verify.Outcome{}, nil
+}
+
+func (e *eventSession) DropNetwork(ctx context.Context) error { return nil }
+
+func (e *eventSession) Exec(ctx context.Context, c verify.Command) (verify.Outcome, error) {
+	e.s.once(&e.s.execOnce, e.s.execStarted)
+	return verify.Outcome{Output: "ok"}, nil
+}
+
+func (e *eventSession) Close(ctx context.Context) error {
+	e.s.mu.Lock()
+	defer e.s.mu.Unlock()
+	if !e.closed {
+		e.closed = true
+		e.s.closes++
+	}
+	return nil
+}
