@@ -50,6 +50,7 @@ FUZZTIME ?= 20s
 fuzz:
 	$(GO) test ./app/command -run XXX -fuzz FuzzParse -fuzztime $(FUZZTIME)
 	$(GO) test ./app/intake -run XXX -fuzz FuzzRoute -fuzztime $(FUZZTIME)
+	$(GO) test ./app/intake -run XXX -fuzz FuzzLeanIssueComment -fuzztime $(FUZZTIME)
 	$(GO) test ./app/config -run XXX -fuzz FuzzLoadYAML -fuzztime $(FUZZTIME)
 	$(GO) test ./pipeline/repoconfig -run XXX -fuzz FuzzParse -fuzztime $(FUZZTIME)
 	$(GO) test ./pipeline/tools -run XXX -fuzz FuzzStrReplace -fuzztime $(FUZZTIME)
@@ -61,7 +62,11 @@ fuzz:
 	$(GO) test ./internal/fakeopenai -run XXX -fuzz FuzzLoadTranscript -fuzztime $(FUZZTIME)
 	$(GO) test ./app/llm -run XXX -fuzz FuzzParseRetryAfter -fuzztime $(FUZZTIME)
 
+# Issue 14's figures first: the sample one-line job cold and warm (Docker),
+# and intake over HTTP against a minimal reference intake.
 bench:
+	$(GO) test ./app/server -run XXX -bench SampleJob -benchtime 3x -timeout 30m
+	$(GO) test ./app/server -run XXX -bench IntakeAgainstReference -benchtime 6000x -count 3
 	$(GO) test ./handlers -run XXX -bench . -benchtime 5s
 	$(GO) test ./app/sandbox -run XXX -bench . -benchtime 30x
 	$(GO) test ./pipeline -run XXX -bench PipelineOverhead -benchtime 10x

@@ -117,7 +117,7 @@ func BenchmarkBareBatch(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer db.Close()
-	db.MaxBatchDelay = store.DefaultMaxBatchDelay // the same window the store uses
+	db.MaxBatchDelay = 3 * time.Millisecond // the same window the store uses
 	if err := db.Update(func(tx *bolt.Tx) error { _, err := tx.CreateBucket([]byte("b")); return err }); err != nil {
 		b.Fatal(err)
 	}

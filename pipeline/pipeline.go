@@ -56,6 +56,17 @@ type Session interface {
 	Close(ctx context.Context) error
 }
 
+// SetupCache is a Session that keeps what setup added to the work tree in
+// the repository's cache, by a key naming the manifests and steps, and
+// restores it into a later job instead of running setup again.
+type SetupCache interface {
+	// RestoreSetup, called after CopyTree and before setup, restores what
+	// setup made for key and reports whether there was any.
+	RestoreSetup(ctx context.Context, key string) (bool, error)
+	// SaveSetup keeps what setup added since RestoreSetup under key.
+	SaveSetup(ctx context.Context, key string) error
+}
+
 // Progress receives stage updates and artifacts (the publisher).
 type Progress interface {
 	Stage(name stage.Name, status stage.Status, summary string)

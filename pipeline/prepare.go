@@ -2,8 +2,13 @@ package pipeline
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
 	"sync"
 	"time"
 
@@ -194,39 +199,40 @@ func setupFailed(setup []verify.CommandResult) bool {
 }
 
 // start starts a container with dir copied in (then calls copied, if set)
-// and the setup steps run; the setup network, if any, is gone when it
-// returns. Setup stops at the first step that fails; its results are
-// returned either way.
+// and the setup steps run, or what they made for the same manifests
+// restored from the repository's cache; the setup network, if any, is gone
+// when it returns. Setup stops at the first step that fails; its results
+// are returned either way.
 func (s *jobState) start(ctx context.Context, dir string, steps []repoconfig.SetupStep, copied func()) (Session, []verify.CommandResult, error) {
-	deadline := time.Time{}
-	if d, ok := ctx.Deadline(); ok {
-		deadline = d
+	sess, restored, key, err := s.boot(ctx, dir, steps, true)
+	if errors.Is(err, errRestore) {
+		// A cache that cannot be read costs time, not correctness. The
+		// checkout is still pristine (nothing was signalled): start over.
+		s.log.Warn("setup cache unreadable; setting up from scratch", "err", err)
+		sess, restored, key, err = s.boot(ctx, dir, steps, false)
+	}
+	if err != nil {
+		return nil, nil, err
+	}
+	if copied != nil {
+		copied()
+	}
+	fail := func(err error) (Session, []verify.CommandResult, error) {
+		sess.Close(context.Background())
+		return nil, nil, err
 	}
 	network := false
 	for _, st := range steps {
 		network = network || st.Network
 	}
 	began := s.p.o.Now()
-	sess, err := s.p.o.Sandbox.Start(ctx, SandboxSpec{JobID: s.in.JobID, Image: s.cfg.Image, Deadline: deadline,
-		SetupNetwork: network, Cache: s.in.Repository})
-	if err != nil {
-		return nil, nil, fmt.Errorf("start sandbox: %w", err)
-	}
-	fail := func(err error) (Session, []verify.CommandResult, error) {
-		sess.Close(context.Background())
-		return nil, nil, err
-	}
-	if err := sess.CopyTree(ctx, dir); err != nil {
-		return fail(fmt.Errorf("copy checkout into sandbox: %w", err))
-	}
-	s.clock.since(stage.PartSandboxStart, began)
-	if copied != nil {
-		copied()
-	}
-	began = s.p.o.Now()
 	var results []verify.CommandResult
 	for _, st := range steps {
 		c := verify.Command{Name: st.Name, Run: st.Run, Timeout: st.Timeout, Kind: verify.OtherCommand}
+		if restored {
+			results = append(results, verify.Result(c, "", verify.Outcome{Output: restoredNote + key[:12] + ")"}))
+			continue
+		}
 		out, err := sess.Setup(ctx, st.Run, st.Timeout)
 		if err != nil {
 			return fail(fmt.Errorf("setup %q: %w", st.Run, err))
@@ -242,10 +248,98 @@ func (s *jobState) start(ctx context.Context, dir string, steps []repoconfig.Set
 			return fail(fmt.Errorf("drop setup network: %w", err))
 		}
 	}
+	if sc, ok := sess.(SetupCache); ok && key != "" && !restored && !setupFailed(results) {
+		if err := sc.SaveSetup(ctx, key); err != nil {
+			s.log.Warn("keep setup in the cache", "err", err)
+		}
+	}
 	if len(steps) > 0 {
 		s.clock.since(stage.PartSetup, began)
 	}
 	return sess, results, nil
+}
+
+// restoredNote begins the output of a setup step whose work was restored.
+const restoredNote = "not run: what it made for the same dependency manifests was restored from the repository's cache (setup "
+
+// errRestore: the repository's setup cache could not be read.
+var errRestore = errors.New("restore setup from the cache")
+
+// boot starts a container with dir copied in and, when restore is set and
+// the session keeps setups, what setup made for the same manifests
+// restored (restored) or the tree listed for saving it later (key).
+func (s *jobState) boot(ctx context.Context, dir string, steps []repoconfig.SetupStep, restore bool) (sess Session, restored bool, key string, err error) {
+	deadline := time.Time{}
+	if d, ok := ctx.Deadline(); ok {
+		deadline = d
+	}
+	network := false
+	for _, st := range steps {
+		network = network || st.Network
+	}
+	began := s.p.o.Now()
+	sess, err = s.p.o.Sandbox.Start(ctx, SandboxSpec{JobID: s.in.JobID, Image: s.cfg.Image, Deadline: deadline,
+		SetupNetwork: network, Cache: s.in.Repository})
+	if err != nil {
+		return nil, false, "", fmt.Errorf("start sandbox: %w", err)
+	}
+	if err := sess.CopyTree(ctx, dir); err != nil {
+		sess.Close(context.Background())
+		return nil, false, "", fmt.Errorf("copy checkout into sandbox: %w", err)
+	}
+	s.clock.since(stage.PartSandboxStart, began)
+	sc, ok := sess.(SetupCache)
+	if !restore || !ok || len(steps) == 0 {
+		return sess, false, "", nil
+	}
+	if key, err = setupKey(dir, steps); err != nil {
+		s.log.Warn("no setup cache key", "err", err)
+		return sess, false, "", nil
+	}
+	began = s.p.o.Now()
+	restored, err = sc.RestoreSetup(ctx, key)
+	if err != nil {
+		sess.Close(context.Background())
+		return nil, false, "", fmt.Errorf("%w: %w", errRestore, err)
+	}
+	if restored {
+		s.clock.since(stage.PartSetup, began)
+	}
+	return sess, restored, key, nil
+}
+
+// setupKey names a setup by what decides its outcome: the steps and every
+// dependency manifest of the checkout (the image is the cache's own key).
+func setupKey(dir string, steps []repoconfig.SetupStep) (string, error) {
+	h := sha256.New()
+	fmt.Fprintf(h, "selfcode-setup-v1\x00%d\x00", len(steps))
+	for _, st := range steps {
+		fmt.Fprintf(h, "%d\x00%s\x00%t\x00", len(st.Run), st.Run, st.Network)
+	}
+	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() && p != dir && (d.Name() == ".git" || d.Name() == "node_modules" || d.Name() == ".venv") {
+			return filepath.SkipDir
+		}
+		rel, _ := filepath.Rel(dir, p)
+		rel = filepath.ToSlash(rel)
+		if !d.Type().IsRegular() || !repoconfig.IsManifest(rel) {
+			return nil
+		}
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(h, "%d\x00%s\x00%d\x00", len(rel), rel, len(b))
+		h.Write(b)
+		return nil
+	})
+	if err != nil {
+		return "", err
+	}
+	return hex.EncodeToString(h.Sum(nil))[:32], nil
 }
 
 func (s *jobState) setBase(sha string, base verify.Run) {

@@ -6,12 +6,14 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/selfcode/selfcode/pipeline"
 	"github.com/selfcode/selfcode/pipeline/chat"
+	"github.com/selfcode/selfcode/pipeline/repoconfig"
 	"github.com/selfcode/selfcode/pipeline/stage"
 	"github.com/selfcode/selfcode/pipeline/verify"
 	"github.com/selfcode/selfcode/prompts"
@@ -97,7 +99,53 @@ func TestPreparationEndsWithThePlan(t *testing.T) {
 	}
 }
 
-func runWith(t *testing.T, ctx context.Context, model chat.Model, sb pipeline.Sandbox, planOnly bool) (*pipeline.Output, string) {
+// Setup is restored from the repository's cache when it kept one for the
+// same manifests and steps, run and kept when not, and run from scratch in
+// a new container when the cache cannot be read.
+func TestSetupFromTheCache(t *testing.T) {
+	t.Parallel()
+	for _, tt := range []struct {
+		name       string
+		hit        bool
+		restoreErr error
+		setups     int
+		saves      int
+		starts     int
+		restored   bool
+	}{
+		{"kept: restored, not run", true, nil, 0, 0, 1, true},
+		{"not kept: run and kept", false, nil, 1, 1, 1, false},
+		{"unreadable: a new container, set up from scratch", false, errors.New("cp: disk full"), 1, 0, 2, false},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			sb := newEventSandbox(false)
+			sb.restoreHit, sb.restoreErr = tt.hit, tt.restoreErr
+			cfg, err := repoconfig.Parse([]byte("setup: [\"npm ci\"]\nverify: [{name: test, run: \"npm test\"}]\n"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			out, _ := runWith(t, ctx, &gatedModel{ctx: ctx, sb: sb, noGate: true}, sb, false, cfg)
+			sb.mu.Lock()
+			defer sb.mu.Unlock()
+			if sb.setups != tt.setups || len(sb.savedKeys) != tt.saves || sb.starts != tt.starts || sb.closes != sb.starts {
+				t.Errorf("setups %d (want %d), saves %d (want %d), starts %d (want %d), closes %d",
+					sb.setups, tt.setups, len(sb.savedKeys), tt.saves, sb.starts, tt.starts, sb.closes)
+			}
+			if len(sb.restoredKeys) == 0 || (len(sb.savedKeys) > 0 && sb.savedKeys[0] != sb.restoredKeys[0]) {
+				t.Errorf("restored %v, saved %v: one key", sb.restoredKeys, sb.savedKeys)
+			}
+			if out.Base == nil || len(out.Base.Setup) != 1 || !out.Base.Setup[0].Passed ||
+				strings.Contains(out.Base.Setup[0].Output, "restored") != tt.restored {
+				t.Errorf("base setup %+v", out.Base)
+			}
+		})
+	}
+}
+
+func runWith(t *testing.T, ctx context.Context, model chat.Model, sb pipeline.Sandbox, planOnly bool, cfg ...*repoconfig.Config) (*pipeline.Output, string) {
 	t.Helper()
 	ps, err := prompts.Load(prompts.Options{})
 	if err != nil {
@@ -108,8 +156,12 @@ func runWith(t *testing.T, ctx context.Context, model chat.Model, sb pipeline.Sa
 		t.Fatal(err)
 	}
 	dir, base := gitRepo(t, goRepo)
-	out, err := p.Run(ctx, pipeline.Input{JobID: "01jprep", Repository: "o/calc", Issue: 1, IssueTitle: "Add adds",
-		Dir: dir, BaseSHA: base, PlanOnly: planOnly})
+	in := pipeline.Input{JobID: "01jprep", Repository: "o/calc", Issue: 1, IssueTitle: "Add adds",
+		Dir: dir, BaseSHA: base, PlanOnly: planOnly}
+	if len(cfg) > 0 {
+		in.Config = cfg[0]
+	}
+	out, err := p.Run(ctx, in)
 	if err != nil && !errors.Is(err, errBadPlan) {
 		t.Fatal(err)
 	}
@@ -169,6 +221,11 @@ func (m *gatedModel) Chat(ctx context.Context, req chat.Request) (chat.Response,
 // eventSandbox records what the pipeline does with its sandbox.
 type eventSandbox struct {
 	holdCopy       bool
+	restoreHit     bool  // RestoreSetup finds a kept setup
+	restoreErr     error // RestoreSetup fails (once)
+	setups         int   // setup commands run
+	restoredKeys   []string
+	savedKeys      []string
 	mu             sync.Mutex
 	starts, closes int
 	copiedPristine bool
@@ -234,10 +291,31 @@ func (e *eventSession) CopyFiles(ctx context.Context, dir string, changed, delet
 }
 
 func (e *eventSession) Setup(ctx context.Context, run string, timeout time.Duration) (verify.Outcome, error) {
+	e.s.mu.Lock()
+	defer e.s.mu.Unlock()
+	e.s.setups++
 	return verify.Outcome{}, nil
 }
 
 func (e *eventSession) DropNetwork(ctx context.Context) error { return nil }
+
+func (e *eventSession) RestoreSetup(ctx context.Context, key string) (bool, error) {
+	e.s.mu.Lock()
+	defer e.s.mu.Unlock()
+	e.s.restoredKeys = append(e.s.restoredKeys, key)
+	if err := e.s.restoreErr; err != nil {
+		e.s.restoreErr = nil
+		return false, err
+	}
+	return e.s.restoreHit, nil
+}
+
+func (e *eventSession) SaveSetup(ctx context.Context, key string) error {
+	e.s.mu.Lock()
+	defer e.s.mu.Unlock()
+	e.s.savedKeys = append(e.s.savedKeys, key)
+	return nil
+}
 
 func (e *eventSession) Exec(ctx context.Context, c verify.Command) (verify.Outcome, error) {
 	e.s.once(&e.s.execOnce, e.s.execStarted)

@@ -10,6 +10,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"net/http"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -78,25 +79,32 @@ func npmRegistry(t *testing.T, name, version string, files map[string]string) (s
 	return base, &downloads
 }
 
-// An inferred setup step installs a declared dependency from the registry
-// the repository's .npmrc names (served by the test on this machine), and
-// the change is then verified offline with it.
-func TestSetupInstallsFromALocalRegistry(t *testing.T) {
-	t.Parallel()
-	m := dockertest.Manager(t)
-	// A repository whose npm cache is empty, so the download is needed.
-	repo := dockertest.FreshRepo(t, m, "registry")
-	registry, downloads := npmRegistry(t, "words-local", "1.0.0", map[string]string{
-		"package.json": `{"name":"words-local","version":"1.0.0","main":"index.js"}`,
+// greeter serves the package pkg@1.0.0 from a registry on this machine
+// and returns a Node.js repository depending on it, whose description
+// (in package.json) the caller picks, and the registry's download count.
+func greeter(t *testing.T, pkg string) (func(description string) map[string]string, *atomic.Int64) {
+	t.Helper()
+	registry, downloads := npmRegistry(t, pkg, "1.0.0", map[string]string{
+		"package.json": `{"name":"` + pkg + `","version":"1.0.0","main":"index.js"}`,
 		"index.js":     "exports.greeting = () => \"hello\";\n",
 	})
-	files := map[string]string{
-		".npmrc":       "registry=" + registry + "/\n",
-		"package.json": `{"name":"greeter","version":"1.0.0","private":true,"dependencies":{"words-local":"1.0.0"},"scripts":{"test":"node --test"}}` + "\n",
-		"greet.js":     "const { greeting } = require(\"words-local\");\nexports.greet = (name) => greeting() + \", \" + name + \".\";\n",
-		"test/greet.test.js": "const assert = require(\"node:assert\");\nconst test = require(\"node:test\");\nconst { greet } = require(\"../greet\");\n" +
-			"test(\"greets\", () => assert.strictEqual(greet(\"bob\"), \"hello, bob!\"));\ntest(\"starts with hello\", () => assert.match(greet(\"x\"), /^hello/));\n",
-	}
+	return func(description string) map[string]string {
+		return map[string]string{
+			".npmrc": "registry=" + registry + "/\n",
+			"package.json": `{"name":"greeter","version":"1.0.0","description":"` + description + `","private":true,"dependencies":{"` + pkg +
+				`":"1.0.0"},"scripts":{"test":"node --test"}}` + "\n",
+			"greet.js": "const { greeting } = require(\"" + pkg + "\");\nexports.greet = (name) => greeting() + \", \" + name + \".\";\n",
+			"test/greet.test.js": "const assert = require(\"node:assert\");\nconst test = require(\"node:test\");\nconst { greet } = require(\"../greet\");\n" +
+				"test(\"greets\", () => assert.strictEqual(greet(\"bob\"), \"hello, bob!\"));\ntest(\"starts with hello\", () => assert.match(greet(\"x\"), /^hello/));\n",
+		}
+	}, downloads
+}
+
+// greeterJob runs a job on repository repo (files) that makes greet end
+// with "!", and fails unless the change is verified with the greets test
+// fixed.
+func greeterJob(t *testing.T, repo string, files map[string]string) *pipeline.Output {
+	t.Helper()
 	h := newHarness(t, files, "", []fakeopenai.Step{
 		planner(calcPlan),
 		editor(call("str_replace", map[string]any{"path": "greet.js", "old_str": `name + "."`, "new_str": `name + "!"`})),
@@ -106,14 +114,57 @@ func TestSetupInstallsFromALocalRegistry(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if out.Verdict != verify.Verified || out.Comparison == nil || !anyContains(out.Comparison.Fixed, "greets") {
+	if out.Verdict != verify.Verified || out.Comparison == nil || !anyContains(out.Comparison.Fixed, "greets") || len(out.Verify) == 0 {
 		t.Fatalf("verdict %q, comparison %+v", out.Verdict, out.Comparison)
 	}
+	return out
+}
+
+// An inferred setup step installs a declared dependency from the registry
+// the repository's .npmrc names (served by the test on this machine), and
+// the change is then verified offline with it.
+func TestSetupInstallsFromALocalRegistry(t *testing.T) {
+	t.Parallel()
+	m := dockertest.Manager(t)
+	// A repository whose npm cache is empty, so the download is needed.
+	repo := dockertest.FreshRepo(t, m, "registry")
+	files, downloads := greeter(t, "words-local")
+	out := greeterJob(t, repo, files(""))
 	setup := out.Base.Setup
 	if len(setup) != 1 || !setup[0].Passed || setup[0].Run != "npm install --no-audit --no-fund --no-package-lock" {
 		t.Fatalf("base setup %+v", setup)
 	}
 	if downloads.Load() == 0 {
 		t.Error("the dependency was never downloaded from the local registry")
+	}
+}
+
+// What setup made is kept in the repository's cache: the next job with the
+// same manifests restores it instead of running setup (no download), and a
+// job whose package.json differs runs setup again.
+func TestSetupRestoredUntilAManifestChanges(t *testing.T) {
+	t.Parallel()
+	m := dockertest.Manager(t)
+	repo := dockertest.FreshRepo(t, m, "setup-cache")
+	files, downloads := greeter(t, "words-kept")
+	job := func(description string) verify.CommandResult {
+		t.Helper()
+		out := greeterJob(t, repo, files(description))
+		setup := out.Verify[len(out.Verify)-1].Run.Setup
+		if len(setup) != 1 || !setup[0].Passed {
+			t.Fatalf("setup %+v", setup)
+		}
+		return setup[0]
+	}
+	const restored = "restored from the repository's cache"
+	if first := job("one"); strings.Contains(first.Output, restored) || downloads.Load() == 0 {
+		t.Fatalf("first job: setup %+v, %d downloads", first, downloads.Load())
+	}
+	before := downloads.Load()
+	if again := job("one"); !strings.Contains(again.Output, restored) || downloads.Load() != before {
+		t.Fatalf("same manifests: setup %+v, downloads %d → %d", again, before, downloads.Load())
+	}
+	if changed := job("two"); strings.Contains(changed.Output, restored) {
+		t.Fatalf("package.json changed, setup restored anyway: %+v", changed)
 	}
 }

@@ -104,7 +104,13 @@ func (r *Router) Route(event string, payload []byte) (Decision, error) {
 		d.Submission.Event = event
 		return d, err
 	}
-	parsed, err := github.ParseWebHook(event, payload)
+	var parsed any
+	var err error
+	if event == "issue_comment" {
+		parsed, err = decodeIssueComment(payload) // the hot path: see lean.go
+	} else {
+		parsed, err = github.ParseWebHook(event, payload)
+	}
 	if err != nil {
 		return invalid("decode %s payload: %v", event, err)
 	}

@@ -1,8 +1,11 @@
 package intake
 
 import (
+	"reflect"
 	"testing"
 	"time"
+
+	"github.com/google/go-github/v60/github"
 
 	"github.com/selfcode/selfcode/app/errs"
 	"github.com/selfcode/selfcode/app/job"
@@ -193,6 +196,36 @@ func FuzzRoute(f *testing.F) {
 		}
 		if s.Action == store.ActionIgnore && s.Reason == "" {
 			t.Fatal("ignored without reason")
+		}
+	})
+}
+
+// The lean issue_comment decode decides as go-github's full decode does,
+// on every published payload and on whatever the fuzzer makes of them
+// (where the full decode accepts a payload; the lean one reads fewer
+// fields, so it may accept one whose unread parts are malformed).
+func FuzzLeanIssueComment(f *testing.F) {
+	names, _ := fixtures.Payloads()
+	for _, n := range names {
+		if b, err := fixtures.Payload(n); err == nil && fixtures.Event(n) == "issue_comment" {
+			f.Add(b)
+		}
+	}
+	f.Add([]byte(`{"action":"created","issue":{"number":1,"pull_request":{}},"comment":{"body":"/selfcode x","user":{"login":"a[bot]"}},"repository":{"name":"r","full_name":"o/r"}}`))
+	r := router()
+	f.Fuzz(func(t *testing.T, body []byte) {
+		full, err := github.ParseWebHook("issue_comment", body)
+		if err != nil {
+			return
+		}
+		want, werr := r.issueComment(full.(*github.IssueCommentEvent))
+		lean, err := decodeIssueComment(body)
+		if err != nil {
+			t.Fatalf("the lean decode rejects what the full one accepts: %v", err)
+		}
+		got, gerr := r.issueComment(lean)
+		if (werr == nil) != (gerr == nil) || !reflect.DeepEqual(got, want) {
+			t.Fatalf("lean decision %+v (%v), full %+v (%v)", got, gerr, want, werr)
 		}
 	})
 }

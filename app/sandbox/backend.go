@@ -51,6 +51,12 @@ func (s *session) CopyFiles(ctx context.Context, dir string, changed, deleted []
 
 func (s *session) DropNetwork(ctx context.Context) error { return s.c.DropNetwork(ctx) }
 
+func (s *session) RestoreSetup(ctx context.Context, key string) (bool, error) {
+	return s.c.RestoreSetup(ctx, key)
+}
+
+func (s *session) SaveSetup(ctx context.Context, key string) error { return s.c.SaveSetup(ctx, key) }
+
 func (s *session) Close(ctx context.Context) error { return s.c.Close(ctx) }
 
 func (s *session) Setup(ctx context.Context, run string, timeout time.Duration) (verify.Outcome, error) {

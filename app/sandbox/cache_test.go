@@ -3,6 +3,7 @@ package sandbox
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"os"
 	"path/filepath"
 	"slices"
@@ -300,5 +301,77 @@ func TestCacheDirAllowed(t *testing.T) {
 		if got := m.cacheDirAllowed(dir); got != want {
 			t.Errorf("cacheDirAllowed(%q) = %v, want %v", dir, got, want)
 		}
+	}
+}
+
+// What setup adds to the work tree is kept by key and restored into a later
+// container of the repository: new directories and new files inside old
+// ones, never over a file of the checkout; another key restores nothing.
+func TestSetupKeptAndRestored(t *testing.T) {
+	t.Parallel()
+	dockerClient(t) // skips without Docker (fails under CI)
+	m := cacheManager(t, 10<<30, "")
+	repo := testRepo(t, m, "setup")
+	ctx := context.Background()
+	const key, other = "0123456789abcdef0123456789abcdef", "fedcba9876543210fedcba9876543210"
+	tree := t.TempDir()
+	for name, body := range map[string]string{"package.json": "{}\n", "src/a.js": "a\n", "built.txt": "from the checkout\n"} {
+		if err := os.MkdirAll(filepath.Dir(filepath.Join(tree, name)), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(tree, name), []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	first, err := m.Start(ctx, Spec{JobID: "setup-" + randomHex(3), Cache: repo})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer first.Close(ctx)
+	if err := first.CopyTree(ctx, tree); err != nil {
+		t.Fatal(err)
+	}
+	if hit, err := first.RestoreSetup(ctx, key); err != nil || hit {
+		t.Fatalf("restore from an empty cache: %v %v", hit, err)
+	}
+	mustExec(t, first, Cmd{Run: "mkdir -p node_modules/dep && echo dep > node_modules/dep/index.js && echo gen > src/generated.js && echo changed > built.txt"})
+	if err := first.SaveSetup(ctx, key); err != nil {
+		t.Fatal(err)
+	}
+	first.Close(ctx)
+
+	for _, tt := range []struct {
+		key  string
+		hit  bool
+		want string
+	}{
+		{key, true, "dep\ngen\nfrom the checkout\n"},
+		{other, false, ""},
+	} {
+		c, err := m.Start(ctx, Spec{JobID: "setup-" + randomHex(3), Cache: repo})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := c.CopyTree(ctx, tree); err != nil {
+			t.Fatal(err)
+		}
+		hit, err := c.RestoreSetup(ctx, tt.key)
+		if err != nil || hit != tt.hit {
+			t.Fatalf("restore %s: hit %v (want %v), %v", tt.key, hit, tt.hit, err)
+		}
+		if tt.hit {
+			if r := mustExec(t, c, Cmd{Run: "cat node_modules/dep/index.js src/generated.js built.txt"}); r.Stdout != tt.want {
+				t.Errorf("restored tree: %q, want %q", r.Stdout, tt.want)
+			}
+		}
+		c.Close(ctx)
+	}
+	c, err := m.Start(ctx, Spec{JobID: "setup-" + randomHex(3), Cache: repo})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close(ctx)
+	if _, err := c.RestoreSetup(ctx, "../../etc"); !errors.Is(err, ErrInvalid) {
+		t.Errorf("a key that is not hex: %v", err)
 	}
 }

@@ -20,6 +20,7 @@ import (
 	"github.com/selfcode/selfcode/internal/fixtures"
 	"github.com/selfcode/selfcode/pipeline"
 	"github.com/selfcode/selfcode/pipeline/chat"
+	"github.com/selfcode/selfcode/pipeline/verify"
 	"github.com/selfcode/selfcode/prompts"
 )
 
@@ -290,16 +291,28 @@ func TestReviewCommentReachesTheModel(t *testing.T) {
 // sandbox.
 func scriptedPipeline(t *testing.T, script []fakeopenai.Step) (*fakeopenai.Server, *pipeline.Pipeline) {
 	t.Helper()
-	sb := dockertest.Manager(t)
+	return modelPipeline(t, dockertest.Manager(t), nil, script)
+}
+
+// modelPipeline is the real pipeline on sb with a scripted model and the
+// baseline cache baselines (nil: none).
+func modelPipeline(t testing.TB, sb *sandbox.Manager, baselines *verify.Cache, script []fakeopenai.Step) (*fakeopenai.Server, *pipeline.Pipeline) {
+	t.Helper()
 	fake, err := fakeopenai.New(fakeopenai.Options{Script: script})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { fake.Close() })
-	client, _ := llm.New(llm.Options{BaseURL: fake.URL(), APIKey: "k", MaxRetries: -1,
+	client, err := llm.New(llm.Options{BaseURL: fake.URL(), APIKey: "k", MaxRetries: -1,
 		Models: map[chat.Role]string{chat.RolePlanner: "planner", chat.RoleEditor: "editor", chat.RoleFixer: "fixer"}})
-	ps, _ := prompts.Load(prompts.Options{})
-	p, err := pipeline.New(pipeline.Options{Model: client, Prompts: ps, Sandbox: sandbox.Backend{Manager: sb}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ps, err := prompts.Load(prompts.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := pipeline.New(pipeline.Options{Model: client, Prompts: ps, Sandbox: sandbox.Backend{Manager: sb}, Baseline: baselines})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -44,6 +44,17 @@ func (s *Store) Lease(ctx context.Context, lane Lane, owner string, ttl time.Dur
 	}
 	now := s.now().UTC()
 	var out *job.Job
+	// Workers ask often; an empty lane is answered read-only (a write
+	// transaction with nothing to write still costs an fsync and holds up
+	// intake's commits).
+	empty := false
+	if err := s.view(func(tx *bolt.Tx) error {
+		k, _ := tx.Bucket(lane.bucket()).Cursor().First()
+		empty = k == nil
+		return nil
+	}); err == nil && empty {
+		return nil, nil
+	}
 	err := s.update(func(tx *bolt.Tx) error {
 		out = nil
 		q := tx.Bucket(lane.bucket())

@@ -24,25 +24,19 @@ type Options struct {
 	Path string
 	// Now is the clock; time.Now when nil.
 	Now func() time.Time
-	// MaxBatchDelay and MaxBatchSize tune how concurrent deliveries share an
-	// fsync (bbolt's DB.Batch); zero keeps bbolt's defaults.
-	MaxBatchDelay time.Duration
-	MaxBatchSize  int
 	// OpenTimeout bounds the wait for the file lock held by another process.
 	OpenTimeout time.Duration
 	// NoSync skips fsync; for benchmarks that isolate CPU cost only.
 	NoSync bool
 }
 
-// DefaultMaxBatchDelay is how long a delivery waits for others to share its
-// fsync.
-const DefaultMaxBatchDelay = 3 * time.Millisecond
-
 // Store is the durable job store.
 type Store struct {
 	db  *bolt.DB
 	now func() time.Time
 	ids *job.IDs
+
+	commits committer // group commit of deliveries (group.go)
 
 	mu       sync.Mutex
 	wake     chan struct{} // closed and replaced whenever a job becomes runnable
@@ -85,16 +79,6 @@ func Open(opts Options) (*Store, error) {
 	db, err := bolt.Open(opts.Path, 0o600, &bolt.Options{Timeout: timeout, NoSync: opts.NoSync})
 	if err != nil {
 		return nil, errs.E(errs.KindUnavailable, "open store "+opts.Path, err)
-	}
-	// bbolt's default 10 ms batch window adds 10 ms to every delivery's
-	// answer; a few milliseconds already group concurrent deliveries into
-	// one fsync (docs/benchmarks.md).
-	db.MaxBatchDelay = DefaultMaxBatchDelay
-	if opts.MaxBatchDelay > 0 {
-		db.MaxBatchDelay = opts.MaxBatchDelay
-	}
-	if opts.MaxBatchSize > 0 {
-		db.MaxBatchSize = opts.MaxBatchSize
 	}
 	now := opts.Now
 	if now == nil {
@@ -174,11 +158,6 @@ func (s *Store) notify() {
 
 func (s *Store) update(fn func(tx *bolt.Tx) error) error {
 	err := s.db.Update(fn)
-	return classify(err)
-}
-
-func (s *Store) batch(fn func(tx *bolt.Tx) error) error {
-	err := s.db.Batch(fn)
 	return classify(err)
 }
 

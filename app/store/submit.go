@@ -84,7 +84,7 @@ func (s *Store) Submit(ctx context.Context, sub Submission) (Receipt, error) {
 	var rc Receipt
 	runnable := false
 	var interrupt []string
-	err := s.batch(func(tx *bolt.Tx) error {
+	err := s.group(func(tx *bolt.Tx) error {
 		rc, runnable, interrupt = Receipt{}, false, nil
 		deliveries := tx.Bucket(bucketDeliveries)
 		if sub.DeliveryID != "" {
