@@ -65,8 +65,8 @@ fuzz:
 # Issue 14's figures first: the sample one-line job cold and warm (Docker),
 # and intake over HTTP against a minimal reference intake.
 bench:
-	$(GO) test ./app/server -run XXX -bench SampleJob -benchtime 3x -timeout 30m
-	$(GO) test ./app/server -run XXX -bench IntakeAgainstReference -benchtime 6000x -count 3
+	GIN_MODE=release $(GO) test ./app/server -run XXX -bench SampleJob -benchtime 3x -timeout 30m
+	GIN_MODE=release $(GO) test ./app/server -run XXX -bench IntakeAgainstReference -benchtime 6000x -count 3
 	$(GO) test ./handlers -run XXX -bench . -benchtime 5s
 	$(GO) test ./app/sandbox -run XXX -bench . -benchtime 30x
 	$(GO) test ./pipeline -run XXX -bench PipelineOverhead -benchtime 10x
