@@ -51,6 +51,9 @@ type AdminOptions struct {
 	// Either may be nil: its endpoints are then absent (admin_overnight.go).
 	Reports ReportReader
 	Switch  KillSwitch
+	// Caches lists and clears the sandbox caches (the dashboard's cache
+	// page and /api/caches); nil: no sandbox engine, and the page says so.
+	Caches CacheAdmin
 }
 
 // NewAdmin builds the admin engine: /metrics, /api/jobs…, and the dashboard.

@@ -62,6 +62,8 @@ func newDashboard(o AdminOptions) (*dashboard, error) {
 		"dur":      formatDuration,
 		"jobDur":   jobDuration,
 		"terminal": func(s job.State) bool { return s.Terminal() },
+		"bytes":    formatBytes,
+		"short":    shortImage,
 	}).ParseFS(staticFiles, "static/*.html")
 	if err != nil {
 		return nil, fmt.Errorf("parse dashboard templates: %w", err)
@@ -81,6 +83,7 @@ func (d *dashboard) routes(r *gin.Engine) error {
 	r.GET("/", d.list)
 	r.GET("/jobs/:id", d.job)
 	r.GET("/jobs/:id/events", d.events)
+	d.cacheRoutes(r)
 	for _, name := range []string{"dashboard.css", "dashboard.js"} {
 		r.StaticFileFS("/static/"+name, name, http.FS(assets))
 	}

@@ -61,6 +61,7 @@ func (s *Server) parts(ctx context.Context, o Options) (Parts, error) {
 		}
 		s.closers = append(s.closers, sb.Close)
 		s.ready = append(s.ready, ready)
+		s.caches = sb
 		if !cfg.HasAppCredentials() {
 			return Parts{Hold: noCredentials}, nil
 		}

@@ -64,6 +64,7 @@ type Server struct {
 
 	model   chat.Model            // the one model client
 	ready   []handlers.ReadyCheck // beside the store's
+	caches  handlers.CacheAdmin   // the sandbox manager's caches, for the dashboard (nil: none)
 	closers []func() error        // run after the store closes (the sandbox manager)
 
 	public, admin     *http.Server
@@ -133,7 +134,7 @@ func New(ctx context.Context, o Options) (*Server, error) {
 		return nil, err
 	}
 	adm, err := handlers.NewAdmin(handlers.AdminOptions{Jobs: st, Canceler: st, Metrics: s.Metrics.Handler(), Logger: log,
-		Reports: st, Switch: s})
+		Reports: st, Switch: s, Caches: s.caches})
 	if err != nil {
 		return nil, err
 	}
