@@ -145,6 +145,45 @@ func TestSetupFromTheCache(t *testing.T) {
 	}
 }
 
+// A change to a dependency manifest is verified in a fresh sandbox whose
+// setup ran (or was restored) for the changed manifests: never with the
+// dependencies of the old ones.
+func TestManifestChangeSetsUpAgain(t *testing.T) {
+	t.Parallel()
+	for _, tt := range []struct {
+		name  string
+		files map[string]string
+		edit  map[string]string
+	}{
+		{"package.json", map[string]string{"package.json": `{"name":"a","dependencies":{"x":"1.0.0"}}` + "\n", "index.js": "exports.a = 1;\n"},
+			map[string]string{"path": "package.json", "old_str": `"1.0.0"`, "new_str": `"2.0.0"`}},
+		{"requirements.txt", map[string]string{"requirements.txt": "x==1.0\n", "a.py": "A = 1\n"},
+			map[string]string{"path": "requirements.txt", "old_str": "x==1.0", "new_str": "x==2.0"}},
+		{"go.mod", map[string]string{"go.mod": "module example.com/a\n\ngo 1.21\n", "a.go": "package a\n"},
+			map[string]string{"path": "go.mod", "old_str": "go 1.21", "new_str": "go 1.22"}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			sb := newEventSandbox(false)
+			cfg, err := repoconfig.Parse([]byte("setup: [\"install\"]\nverify: [{name: test, run: \"true\"}]\n"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			runWith(t, ctx, &gatedModel{ctx: ctx, sb: sb, noGate: true, files: tt.files, edit: tt.edit}, sb, false, cfg)
+			sb.mu.Lock()
+			defer sb.mu.Unlock()
+			if sb.starts != 2 || sb.setups != 2 || sb.closes != 2 {
+				t.Fatalf("starts %d, setups %d, closes %d: want a second sandbox set up for the changed manifest", sb.starts, sb.setups, sb.closes)
+			}
+			if len(sb.restoredKeys) != 2 || sb.restoredKeys[0] == sb.restoredKeys[1] {
+				t.Errorf("setup keys %q: the changed manifest must be another key", sb.restoredKeys)
+			}
+		})
+	}
+}
+
 func runWith(t *testing.T, ctx context.Context, model chat.Model, sb pipeline.Sandbox, planOnly bool, cfg ...*repoconfig.Config) (*pipeline.Output, string) {
 	t.Helper()
 	ps, err := prompts.Load(prompts.Options{})
@@ -155,7 +194,11 @@ func runWith(t *testing.T, ctx context.Context, model chat.Model, sb pipeline.Sa
 	if err != nil {
 		t.Fatal(err)
 	}
-	dir, base := gitRepo(t, goRepo)
+	files := goRepo
+	if m, ok := model.(*gatedModel); ok && m.files != nil {
+		files = m.files
+	}
+	dir, base := gitRepo(t, files)
 	in := pipeline.Input{JobID: "01jprep", Repository: "o/calc", Issue: 1, IssueTitle: "Add adds",
 		Dir: dir, BaseSHA: base, PlanOnly: planOnly}
 	if len(cfg) > 0 {
@@ -177,6 +220,10 @@ type gatedModel struct {
 	sb      *eventSandbox
 	badPlan bool
 	noGate  bool
+	// files is the repository (default goRepo) and edit the first edit
+	// (default: Add adds in calc.go).
+	files map[string]string
+	edit  map[string]string
 	mu      sync.Mutex
 	edits   int
 	err     error
@@ -210,8 +257,11 @@ func (m *gatedModel) Chat(ctx context.Context, req chat.Request) (chat.Response,
 		m.mu.Unlock()
 		args := func(v any) string { b, _ := json.Marshal(v); return string(b) }
 		if n == 1 {
-			return reply("", chat.ToolCall{ID: "c1", Name: "str_replace", Arguments: args(map[string]string{
-				"path": "calc.go", "old_str": "return a - b }\n\n// Sub", "new_str": "return a + b }\n\n// Sub"})})
+			edit := m.edit
+			if edit == nil {
+				edit = map[string]string{"path": "calc.go", "old_str": "return a - b }\n\n// Sub", "new_str": "return a + b }\n\n// Sub"}
+			}
+			return reply("", chat.ToolCall{ID: "c1", Name: "str_replace", Arguments: args(edit)})
 		}
 		return reply("", chat.ToolCall{ID: "c2", Name: "finish", Arguments: args(map[string]string{"summary": "fixed Add"})})
 	}
@@ -259,10 +309,7 @@ type eventSession struct {
 // CopyTree, when held, ends only after the plan, and waits a moment then
 // for an edit that must not come before it returns.
 func (e *eventSession) CopyTree(ctx context.Context, dir string) error {
-	b, err := os.ReadFile(filepath.Join(dir, "calc.go"))
-	if err != nil {
-		return err
-	}
+	b, _ := os.ReadFile(filepath.Join(dir, "calc.go")) // absent in some repositories
 	if !e.s.holdCopy {
 		e.s.mu.Lock()
 		e.s.copiedPristine = string(b) == goRepo["calc.go"]
