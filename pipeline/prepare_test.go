@@ -224,9 +224,9 @@ type gatedModel struct {
 	// (default: Add adds in calc.go).
 	files map[string]string
 	edit  map[string]string
-	mu      sync.Mutex
-	edits   int
-	err     error
+	mu    sync.Mutex
+	edits int
+	err   error
 }
 
 func (m *gatedModel) Chat(ctx context.Context, req chat.Request) (chat.Response, error) {
