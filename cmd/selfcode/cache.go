@@ -19,9 +19,10 @@ import (
 func cacheCmd() *cobra.Command {
 	c := &cobra.Command{
 		Use:   "cache",
-		Short: "List or clear the per-repository sandbox caches (Go build and modules, npm, pip)",
+		Short: "List or clear the per-repository sandbox caches (Go build and modules, npm, pip, installed dependencies)",
 		Long: `Each repository's jobs mount that repository's own cache volume in the sandbox,
-so its second job starts warm. Caches are dropped when the sandbox image
+so its second job starts warm: build and package caches, and what setup installed
+(node_modules, the virtual environment) for the current dependency manifests. Caches are dropped when the sandbox image
 changes and the least recently used go past SELFCODE_CACHE_MAX_BYTES.
 A cache a running job uses is left in place by clear.`,
 		Args: cobra.NoArgs,
