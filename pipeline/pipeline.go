@@ -65,6 +65,8 @@ type SetupCache interface {
 	RestoreSetup(ctx context.Context, key string) (bool, error)
 	// SaveSetup keeps what setup added since RestoreSetup under key.
 	SaveSetup(ctx context.Context, key string) error
+	// ForgetSetup removes what was kept under key.
+	ForgetSetup(ctx context.Context, key string) error
 }
 
 // Progress receives stage updates and artifacts (the publisher).
@@ -217,6 +219,9 @@ type jobState struct {
 	trans   []chat.Message
 	syntax  *sandboxSyntax // edits' syntax checks, in the sandbox once it is up
 	clock   *partClock
+	// noRestore: set up from scratch from now on (a kept setup was
+	// suspected); set only once the preparation has ended.
+	noRestore bool
 }
 
 // partClock adds up the time spent in each part of a job; the baseline
@@ -674,11 +679,11 @@ func (s *jobState) verifyChanges(ctx context.Context, env *sandboxEnv, round int
 	if d := s.manifestDigest(); d != env.manifests {
 		s.log.Info("a dependency manifest changed; setting up a fresh sandbox", "round", round)
 		env.close()
-		sess, setup, err := s.start(ctx, s.in.Dir, s.cfg.SetupSteps(s.in.Dir), nil)
+		sess, setup, restored, err := s.start(ctx, s.in.Dir, s.cfg.SetupSteps(s.in.Dir), nil)
 		if err != nil {
 			return verify.Run{}, verify.Comparison{}, err
 		}
-		env.sess, env.setup, env.manifests = sess, setup, d
+		env.sess, env.setup, env.manifests, env.restored = sess, setup, d, restored
 		env.cmds = s.verifyCommands(s.in.Dir)
 	} else {
 		var changed, deleted []string
@@ -695,6 +700,23 @@ func (s *jobState) verifyChanges(ctx context.Context, env *sandboxEnv, round int
 			return verify.Run{}, verify.Comparison{}, fmt.Errorf("copy changes into sandbox: %w", err)
 		}
 	}
+	head, cmp, err := s.judge(ctx, env)
+	if err != nil {
+		return verify.Run{}, verify.Comparison{}, err
+	}
+	if len(cmp.Regressions) > 0 && env.restored != "" && !s.noRestore {
+		if head, cmp, err = s.judgeSetUpAfresh(ctx, env, cmp); err != nil {
+			return verify.Run{}, verify.Comparison{}, err
+		}
+	}
+	s.out.Verify = append(s.out.Verify, VerifyResult{Round: round, Run: head})
+	s.artifact(fmt.Sprintf("verify-%d.json", round), head)
+	return head, cmp, nil
+}
+
+// judge runs the verification commands in env, reruns alone the tests
+// that newly fail to tell flaky ones, and compares with the base.
+func (s *jobState) judge(ctx context.Context, env *sandboxEnv) (verify.Run, verify.Comparison, error) {
 	head, err := s.runCommands(ctx, env.sess, env.setup, env.cmds)
 	if err != nil {
 		return verify.Run{}, verify.Comparison{}, fmt.Errorf("verification: %w", err)
@@ -709,8 +731,36 @@ func (s *jobState) verifyChanges(ctx context.Context, env *sandboxEnv, round int
 			cmp = verify.Compare(*s.out.Base, head)
 		}
 	}
-	s.out.Verify = append(s.out.Verify, VerifyResult{Round: round, Run: head})
-	s.artifact(fmt.Sprintf("verify-%d.json", round), head)
+	return head, cmp, nil
+}
+
+// judgeSetUpAfresh verifies the change again in a new sandbox whose setup
+// runs from scratch, when it newly failed tests with a setup restored from
+// the repository's cache: a spoiled kept setup must not make a change look
+// broken. When that clears failures, the kept setup is forgotten, so the
+// next job sets up afresh and keeps a good one.
+func (s *jobState) judgeSetUpAfresh(ctx context.Context, env *sandboxEnv, restoredCmp verify.Comparison) (verify.Run, verify.Comparison, error) {
+	key := env.restored
+	s.log.Info("tests newly fail with a restored setup; verifying again with setup run from scratch", "regressions", len(restoredCmp.Regressions))
+	s.noRestore = true
+	env.close()
+	sess, setup, _, err := s.start(ctx, s.in.Dir, s.cfg.SetupSteps(s.in.Dir), nil)
+	if err != nil {
+		return verify.Run{}, verify.Comparison{}, err
+	}
+	env.sess, env.setup, env.restored = sess, setup, ""
+	head, cmp, err := s.judge(ctx, env)
+	if err != nil {
+		return verify.Run{}, verify.Comparison{}, err
+	}
+	if len(cmp.Regressions) < len(restoredCmp.Regressions) {
+		s.log.Warn("the repository's kept setup made tests fail; forgetting it", "key", key)
+		if sc, ok := sess.(SetupCache); ok {
+			if err := sc.ForgetSetup(ctx, key); err != nil {
+				s.log.Warn("forget the kept setup", "err", err)
+			}
+		}
+	}
 	return head, cmp, nil
 }
 

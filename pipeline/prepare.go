@@ -75,11 +75,11 @@ func (s *jobState) ready(ctx context.Context, env *sandboxEnv, steps []repoconfi
 			s.out.Base = &run
 		}
 	}
-	sess, setup, err := s.start(ctx, s.in.Dir, steps, copied)
+	sess, setup, restored, err := s.start(ctx, s.in.Dir, steps, copied)
 	if err != nil {
 		return env, err
 	}
-	env.sess, env.setup = sess, setup
+	env.sess, env.setup, env.restored = sess, setup, restored
 	if s.out.Base == nil {
 		var run verify.Run
 		if base != nil {
@@ -99,7 +99,7 @@ func (s *jobState) ready(ctx context.Context, env *sandboxEnv, steps []repoconfi
 }
 
 func (s *jobState) verifyElsewhere(ctx context.Context, c checkout) (verify.Run, error) {
-	bs, setup, err := s.start(ctx, c.dir, c.steps, nil)
+	bs, setup, _, err := s.start(ctx, c.dir, c.steps, nil)
 	if err != nil {
 		return verify.Run{}, fmt.Errorf("baseline sandbox: %w", err)
 	}
@@ -154,6 +154,7 @@ type sandboxEnv struct {
 	setup     []verify.CommandResult
 	cmds      []verify.Command
 	manifests string // digest of the dependency manifests setup ran on
+	restored  string // the kept setup restored instead of running setup ("": none)
 }
 
 func (e *sandboxEnv) close() {
@@ -200,11 +201,12 @@ func setupFailed(setup []verify.CommandResult) bool {
 
 // start starts a container with dir copied in (then calls copied, if set)
 // and the setup steps run, or what they made for the same manifests
-// restored from the repository's cache; the setup network, if any, is gone
-// when it returns. Setup stops at the first step that fails; its results
-// are returned either way.
-func (s *jobState) start(ctx context.Context, dir string, steps []repoconfig.SetupStep, copied func()) (Session, []verify.CommandResult, error) {
-	sess, restored, key, err := s.boot(ctx, dir, steps, true)
+// restored from the repository's cache (the key it returns names what was
+// restored; "" when setup ran); the setup network, if any, is gone when it
+// returns. Setup stops at the first step that fails; its results are
+// returned either way.
+func (s *jobState) start(ctx context.Context, dir string, steps []repoconfig.SetupStep, copied func()) (Session, []verify.CommandResult, string, error) {
+	sess, restored, key, err := s.boot(ctx, dir, steps, !s.noRestore)
 	if errors.Is(err, errRestore) {
 		// A cache that cannot be read costs time, not correctness. The
 		// checkout is still pristine (nothing was signalled): start over.
@@ -212,14 +214,14 @@ func (s *jobState) start(ctx context.Context, dir string, steps []repoconfig.Set
 		sess, restored, key, err = s.boot(ctx, dir, steps, false)
 	}
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, "", err
 	}
 	if copied != nil {
 		copied()
 	}
-	fail := func(err error) (Session, []verify.CommandResult, error) {
+	fail := func(err error) (Session, []verify.CommandResult, string, error) {
 		sess.Close(context.Background())
-		return nil, nil, err
+		return nil, nil, "", err
 	}
 	network := false
 	for _, st := range steps {
@@ -256,7 +258,10 @@ func (s *jobState) start(ctx context.Context, dir string, steps []repoconfig.Set
 	if len(steps) > 0 {
 		s.clock.since(stage.PartSetup, began)
 	}
-	return sess, results, nil
+	if !restored {
+		key = ""
+	}
+	return sess, results, key, nil
 }
 
 // restoredNote begins the output of a setup step whose work was restored.

@@ -184,6 +184,47 @@ func TestManifestChangeSetsUpAgain(t *testing.T) {
 	}
 }
 
+// When the change's tests newly fail with a setup restored from the cache,
+// the change is verified again with setup run from scratch: a spoiled kept
+// setup is then forgotten and does not make the change look broken, and a
+// real failure still fails.
+func TestRestoredSetupSuspectedBeforeBlame(t *testing.T) {
+	t.Parallel()
+	for _, tt := range []struct {
+		name      string
+		always    bool // the change fails with a fresh setup too
+		verdict   verify.Verdict
+		forgotten int
+	}{
+		{"the kept setup was spoiled", false, verify.Verified, 1},
+		{"the change breaks the tests", true, verify.Failed, 0},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			sb := newEventSandbox(false)
+			sb.restoreHit, sb.spoiled, sb.alwaysFails = true, true, tt.always
+			cfg, err := repoconfig.Parse([]byte("setup: [\"npm ci\"]\nverify: [{name: test, run: \"npm test\"}]\nlimits: {max_fix_attempts: 0}\n"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			out, _ := runWith(t, ctx, &gatedModel{ctx: ctx, sb: sb, noGate: true}, sb, false, cfg)
+			sb.mu.Lock()
+			defer sb.mu.Unlock()
+			if out.Verdict != tt.verdict {
+				t.Errorf("verdict %q, want %q (%+v)", out.Verdict, tt.verdict, out.Comparison)
+			}
+			if sb.starts != 2 || sb.setups != 1 || sb.closes != 2 {
+				t.Errorf("starts %d, setups %d, closes %d: want a second sandbox with setup run", sb.starts, sb.setups, sb.closes)
+			}
+			if len(sb.forgotten) != tt.forgotten || (tt.forgotten > 0 && sb.forgotten[0] != sb.restoredKeys[0]) {
+				t.Errorf("forgotten %q (restored %q), want %d", sb.forgotten, sb.restoredKeys, tt.forgotten)
+			}
+		})
+	}
+}
+
 func runWith(t *testing.T, ctx context.Context, model chat.Model, sb pipeline.Sandbox, planOnly bool, cfg ...*repoconfig.Config) (*pipeline.Output, string) {
 	t.Helper()
 	ps, err := prompts.Load(prompts.Options{})
@@ -270,22 +311,27 @@ func (m *gatedModel) Chat(ctx context.Context, req chat.Request) (chat.Response,
 
 // eventSandbox records what the pipeline does with its sandbox.
 type eventSandbox struct {
-	holdCopy       bool
-	restoreHit     bool  // RestoreSetup finds a kept setup
-	restoreErr     error // RestoreSetup fails (once)
-	setups         int   // setup commands run
-	restoredKeys   []string
-	savedKeys      []string
-	mu             sync.Mutex
-	starts, closes int
-	copiedPristine bool
-	editBeforeCopy bool
-	execStarted    chan struct{} // closed at the first command
-	planned        chan struct{} // closed when the planner has answered
-	edited         chan struct{} // closed at the first editor call
-	execOnce       sync.Once
-	plannedOnce    sync.Once
-	editedOnce     sync.Once
+	holdCopy     bool
+	restoreHit   bool  // RestoreSetup finds a kept setup
+	restoreErr   error // RestoreSetup fails (once)
+	setups       int   // setup commands run
+	restoredKeys []string
+	savedKeys    []string
+	forgotten    []string
+	// spoiled: commands fail in a restored sandbox once the change is
+	// copied in (a kept setup that breaks the change's tests); always: in
+	// a fresh one too.
+	spoiled, alwaysFails bool
+	mu                   sync.Mutex
+	starts, closes       int
+	copiedPristine       bool
+	editBeforeCopy       bool
+	execStarted          chan struct{} // closed at the first command
+	planned              chan struct{} // closed when the planner has answered
+	edited               chan struct{} // closed at the first editor call
+	execOnce             sync.Once
+	plannedOnce          sync.Once
+	editedOnce           sync.Once
 }
 
 func newEventSandbox(holdCopy bool) *eventSandbox {
@@ -302,8 +348,10 @@ func (s *eventSandbox) Start(ctx context.Context, spec pipeline.SandboxSpec) (pi
 }
 
 type eventSession struct {
-	s      *eventSandbox
-	closed bool
+	s        *eventSandbox
+	closed   bool
+	restored bool // RestoreSetup found a kept setup
+	changed  bool // CopyFiles brought the change in
 }
 
 // CopyTree, when held, ends only after the plan, and waits a moment then
@@ -334,6 +382,7 @@ func (e *eventSession) CopyTree(ctx context.Context, dir string) error {
 }
 
 func (e *eventSession) CopyFiles(ctx context.Context, dir string, changed, deleted []string) error {
+	e.changed = true
 	return nil
 }
 
@@ -354,7 +403,15 @@ func (e *eventSession) RestoreSetup(ctx context.Context, key string) (bool, erro
 		e.s.restoreErr = nil
 		return false, err
 	}
+	e.restored = e.s.restoreHit
 	return e.s.restoreHit, nil
+}
+
+func (e *eventSession) ForgetSetup(ctx context.Context, key string) error {
+	e.s.mu.Lock()
+	defer e.s.mu.Unlock()
+	e.s.forgotten = append(e.s.forgotten, key)
+	return nil
 }
 
 func (e *eventSession) SaveSetup(ctx context.Context, key string) error {
@@ -366,6 +423,11 @@ func (e *eventSession) SaveSetup(ctx context.Context, key string) error {
 
 func (e *eventSession) Exec(ctx context.Context, c verify.Command) (verify.Outcome, error) {
 	e.s.once(&e.s.execOnce, e.s.execStarted)
+	e.s.mu.Lock()
+	defer e.s.mu.Unlock()
+	if e.s.spoiled && (e.restored && e.changed || e.s.alwaysFails && !e.restored) {
+		return verify.Outcome{ExitCode: 1, Output: "FAIL"}, nil
+	}
 	return verify.Outcome{Output: "ok"}, nil
 }
 

@@ -57,6 +57,8 @@ func (s *session) RestoreSetup(ctx context.Context, key string) (bool, error) {
 
 func (s *session) SaveSetup(ctx context.Context, key string) error { return s.c.SaveSetup(ctx, key) }
 
+func (s *session) ForgetSetup(ctx context.Context, key string) error { return s.c.ForgetSetup(ctx, key) }
+
 func (s *session) Close(ctx context.Context) error { return s.c.Close(ctx) }
 
 func (s *session) Setup(ctx context.Context, run string, timeout time.Duration) (verify.Outcome, error) {

@@ -306,7 +306,8 @@ func TestCacheDirAllowed(t *testing.T) {
 
 // What setup adds to the work tree is kept by key and restored into a later
 // container of the repository: new directories and new files inside old
-// ones, never over a file of the checkout; another key restores nothing.
+// ones, never over a file of the checkout; another key restores nothing,
+// and neither does a forgotten one.
 func TestSetupKeptAndRestored(t *testing.T) {
 	t.Parallel()
 	dockerClient(t) // skips without Docker (fails under CI)
@@ -373,5 +374,11 @@ func TestSetupKeptAndRestored(t *testing.T) {
 	defer c.Close(ctx)
 	if _, err := c.RestoreSetup(ctx, "../../etc"); !errors.Is(err, ErrInvalid) {
 		t.Errorf("a key that is not hex: %v", err)
+	}
+	if err := c.ForgetSetup(ctx, key); err != nil {
+		t.Fatal(err)
+	}
+	if hit, err := c.RestoreSetup(ctx, key); err != nil || hit {
+		t.Errorf("restore after forgetting: hit %v, %v", hit, err)
 	}
 }

@@ -96,3 +96,22 @@ find %[2]s -mindepth 1 -maxdepth 1 ! -name %[5]s -mmin +60 -exec rm -rf {} +
 	}
 	return nil
 }
+
+// ForgetSetup removes what was kept under key (a kept setup that made tests
+// fail where a fresh setup does not). Without a cache it does nothing.
+func (c *Container) ForgetSetup(ctx context.Context, key string) error {
+	if c.cache == nil {
+		return nil
+	}
+	if !setupKeyRE.MatchString(key) {
+		return fmt.Errorf("%w: setup key %q", ErrInvalid, key)
+	}
+	r, err := c.Exec(ctx, Cmd{Run: "rm -rf " + c.cache.dir + "/deps/" + key, Timeout: 10 * time.Minute})
+	if err != nil {
+		return err
+	}
+	if r.ExitCode != 0 {
+		return fmt.Errorf("forget the kept setup: exit %d: %s", r.ExitCode, strings.TrimSpace(r.Output))
+	}
+	return nil
+}
