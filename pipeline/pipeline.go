@@ -11,12 +11,14 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/selfcode/selfcode/pipeline/chat"
+	"github.com/selfcode/selfcode/pipeline/guidance"
 	"github.com/selfcode/selfcode/pipeline/repoconfig"
 	"github.com/selfcode/selfcode/pipeline/repomap"
 	"github.com/selfcode/selfcode/pipeline/stage"
@@ -195,6 +197,9 @@ type Output struct {
 	// Skipped, when set, is why the job made no change on purpose (a plan
 	// too wide even after asking for a narrower one).
 	Skipped string
+	// Guidance names the repository's instructions files for agents
+	// (AGENTS.md, .github/copilot-instructions.md) the model was given.
+	Guidance []string
 	// Took is where the job's time went inside the pipeline: sandbox
 	// start, setup, baseline and model (parts that were never reached are
 	// absent). They overlap: the baseline runs while the model works.
@@ -222,6 +227,9 @@ type jobState struct {
 	// noRestore: set up from scratch from now on (a kept setup was
 	// suspected); set only once the preparation has ended.
 	noRestore bool
+	// guide is the repository's guidance for agents the prompts carry,
+	// read from the pristine checkout (for the plan, then for its files).
+	guide []guidance.File
 }
 
 // partClock adds up the time spent in each part of a job; the baseline
@@ -340,8 +348,9 @@ func (s *jobState) run(ctx context.Context) error {
 		s.syntax.prep = prep
 	}
 
-	// 1. Plan.
+	// 1. Plan, with the repository's guidance for agents.
 	s.stage(stage.Plan, stage.Running, "")
+	s.setGuidance(nil)
 	plan, msgs, err := s.plan(ctx)
 	if err != nil {
 		s.stage(stage.Plan, stage.Fail, err.Error())
@@ -355,6 +364,7 @@ func (s *jobState) run(ctx context.Context) error {
 		}
 	}
 	s.out.Plan = plan
+	s.setGuidance(plan.Files()) // still the pristine checkout: nothing is edited yet
 	s.artifact("plan.json", plan)
 	if s.out.Skipped != "" {
 		s.stage(stage.Plan, stage.Fail, s.out.Skipped)
@@ -519,6 +529,17 @@ func focusWords(in Input) []string {
 	return out
 }
 
+// setGuidance reads the repository's guidance for agents that applies to
+// files (none: the whole repository) and records which files it came from.
+func (s *jobState) setGuidance(files []string) {
+	s.guide = guidance.Find(s.in.Dir, files, guidance.Options{})
+	for _, g := range s.guide {
+		if !slices.Contains(s.out.Guidance, g.Path) {
+			s.out.Guidance = append(s.out.Guidance, g.Path)
+		}
+	}
+}
+
 func (s *jobState) promptData(rmap string) map[string]any {
 	comments := make([]map[string]string, 0, len(s.in.Comments))
 	for _, c := range s.in.Comments {
@@ -536,6 +557,7 @@ func (s *jobState) promptData(rmap string) map[string]any {
 		"Repository": s.in.Repository, "Issue": s.in.Issue, "IssueTitle": s.in.IssueTitle, "IssueBody": s.in.IssueBody,
 		"Comments": comments, "Instructions": instr, "RepoInstructions": s.cfg.Instructions, "RepoMap": rmap,
 		"PlanText": plan, "MaxFiles": s.cfg.Limits.MaxFiles, "MaxSteps": s.cfg.Limits.MaxSteps,
+		"Guidance": s.guide,
 	}
 }
 

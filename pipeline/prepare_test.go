@@ -225,6 +225,35 @@ func TestRestoredSetupSuspectedBeforeBlame(t *testing.T) {
 	}
 }
 
+// The repository's own guidance for agents (AGENTS.md, the Copilot
+// instructions file) reaches the planner's and the editor's prompts,
+// delimited as repository text, and the output names it for the report.
+func TestGuidanceReachesTheModel(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	files := map[string]string{".github/copilot-instructions.md": "Copilot: keep functions short.\n", "AGENTS.md": "Agents: run go test before finishing.\n"}
+	for k, v := range goRepo {
+		files[k] = v
+	}
+	sb := newEventSandbox(false)
+	model := &gatedModel{ctx: ctx, sb: sb, noGate: true, files: files}
+	out, _ := runWith(t, ctx, model, sb, false)
+	model.mu.Lock()
+	defer model.mu.Unlock()
+	for _, role := range []chat.Role{chat.RolePlanner, chat.RoleEditor} {
+		all := strings.Join(model.prompts[role], "\n")
+		for _, want := range []string{`<data kind="guidance AGENTS.md">`, "Agents: run go test before finishing.", `<data kind="guidance .github/copilot-instructions.md">`, "Copilot: keep functions short."} {
+			if !strings.Contains(all, want) {
+				t.Errorf("the %s was not given %q", role, want)
+			}
+		}
+	}
+	if strings.Join(out.Guidance, ",") != "AGENTS.md,.github/copilot-instructions.md" {
+		t.Errorf("output names %q", out.Guidance)
+	}
+}
+
 func runWith(t *testing.T, ctx context.Context, model chat.Model, sb pipeline.Sandbox, planOnly bool, cfg ...*repoconfig.Config) (*pipeline.Output, string) {
 	t.Helper()
 	ps, err := prompts.Load(prompts.Options{})
@@ -265,6 +294,8 @@ type gatedModel struct {
 	// (default: Add adds in calc.go).
 	files map[string]string
 	edit  map[string]string
+	// prompts are the messages each role was sent, in order.
+	prompts map[chat.Role][]string
 	mu    sync.Mutex
 	edits int
 	err   error
@@ -274,6 +305,14 @@ func (m *gatedModel) Chat(ctx context.Context, req chat.Request) (chat.Response,
 	reply := func(content string, calls ...chat.ToolCall) (chat.Response, error) {
 		return chat.Response{Message: chat.Message{Role: "assistant", Content: content, ToolCalls: calls}, Usage: chat.Usage{Total: 10}}, nil
 	}
+	m.mu.Lock()
+	if m.prompts == nil {
+		m.prompts = map[chat.Role][]string{}
+	}
+	for _, msg := range req.Messages {
+		m.prompts[req.Role] = append(m.prompts[req.Role], msg.Content)
+	}
+	m.mu.Unlock()
 	switch req.Role {
 	case chat.RolePlanner:
 		if m.badPlan {

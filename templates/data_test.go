@@ -50,6 +50,7 @@ func richReport() Report {
 		MaxFixAttempts: 3,
 		Tokens:         TokenUsage{Total: 48213, ByPhase: map[string]int{"plan": 6120, "edit": 30877, "fix": 9004, "report": 2212}},
 		Duration:       3*time.Minute + 12*time.Second,
+		Guidance:       []string{"AGENTS.md", "pkg/clock/AGENTS.md"},
 		Time: []TimeSpan{{Part: stage.PartQueue, Took: 400 * time.Millisecond}, {Part: stage.PartCheckout, Took: 1100 * time.Millisecond},
 			{Part: stage.PartSandboxStart, Took: 900 * time.Millisecond}, {Part: stage.PartBaseline, Took: 41 * time.Second}, {Part: stage.PartModel, Took: 95 * time.Second},
 			{Part: stage.PartVerify, Took: 45 * time.Second}},

@@ -24,6 +24,10 @@ type Report struct {
 	MaxFixAttempts int // 0: unknown, not shown
 	Tokens         TokenUsage
 	Duration       time.Duration
+	// Guidance names the repository's instructions files for agents the
+	// model was given (AGENTS.md, .github/copilot-instructions.md); paths
+	// are untrusted.
+	Guidance []string
 	// Time is where the job's time went, part by part (queue, checkout,
 	// sandbox start, setup, baseline, model, verify, fix, publish); parts
 	// may overlap.

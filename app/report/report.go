@@ -23,6 +23,7 @@ func Fill(rep *templates.Report, out *pipeline.Output, cfg *repoconfig.Config) {
 	rep.FixAttempts, rep.MaxFixAttempts = out.FixAttempts, cfg.Limits.MaxFixAttempts
 	rep.Tokens = templates.TokenUsage{Total: out.Tokens, ByPhase: out.ByPhase}
 	rep.Duration = out.Duration
+	rep.Guidance = out.Guidance
 	if out.Scope != nil {
 		rep.BlastRadius = out.Scope.BlastRadius
 	}

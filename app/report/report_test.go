@@ -67,3 +67,20 @@ func TestFillKeepsTheHeader(t *testing.T) {
 		}
 	}
 }
+
+// The report names the repository guidance files the model was given.
+func TestFillNamesGuidance(t *testing.T) {
+	tm, err := templates.New(templates.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep := templates.Report{JobID: "01j", Repository: "o/r", Issue: 3}
+	report.Fill(&rep, &pipeline.Output{Summary: "Changed it.", Guidance: []string{"AGENTS.md", "api/AGENTS.md"}}, repoconfig.Default())
+	body, err := tm.PRBody(rep)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(body, "Repository guidance given to the model: `AGENTS.md`, `api/AGENTS.md`") {
+		t.Fatalf("PR body does not name the guidance:\n%s", body)
+	}
+}

@@ -57,7 +57,9 @@ func (s *session) RestoreSetup(ctx context.Context, key string) (bool, error) {
 
 func (s *session) SaveSetup(ctx context.Context, key string) error { return s.c.SaveSetup(ctx, key) }
 
-func (s *session) ForgetSetup(ctx context.Context, key string) error { return s.c.ForgetSetup(ctx, key) }
+func (s *session) ForgetSetup(ctx context.Context, key string) error {
+	return s.c.ForgetSetup(ctx, key)
+}
 
 func (s *session) Close(ctx context.Context) error { return s.c.Close(ctx) }
 
