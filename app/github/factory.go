@@ -172,6 +172,10 @@ func (f *Factory) newGitHub(rt http.RoundTripper) *gh.Client {
 
 var errNoCredentials = errors.New("github: app id and private key are not configured")
 
+// ErrNotInstalled: the app has no installation yet, so nothing it may read
+// with an installation token (its bot user) can be read.
+var ErrNotInstalled = errors.New("github: the app is not installed anywhere yet")
+
 // Installation returns the (cached) client of an installation. Tokens are minted on
 // first use and refreshed before they expire.
 func (f *Factory) Installation(ctx context.Context, id int64) (*Client, error) {
@@ -273,8 +277,9 @@ type AppIdentity struct {
 	BotEmail  string // "<bot id>+<slug>[bot]@users.noreply.github.com"
 }
 
-// App fetches the app (GET /app, JWT) and its bot user (GET /users/<slug>[bot]).
-// The result is cached after the first success.
+// App fetches the app (GET /app, JWT) and its bot user (GET
+// /users/<slug>[bot] with an installation's token). The result is cached
+// after the first success.
 func (f *Factory) App(ctx context.Context) (AppIdentity, error) {
 	f.mu.Lock()
 	cached := f.identity
@@ -291,7 +296,20 @@ func (f *Factory) App(ctx context.Context) (AppIdentity, error) {
 	}
 	id := AppIdentity{ID: app.GetID(), Slug: app.GetSlug(), Name: app.GetName(), HTMLURL: app.GetHTMLURL()}
 	id.BotLogin = id.Slug + "[bot]"
-	bot, _, err := f.anon.Users.Get(ctx, id.BotLogin)
+	// The bot user is read with an installation's token, never anonymously:
+	// GitHub Enterprise Server in private mode refuses anonymous reads.
+	insts, _, err := f.app.Apps.ListInstallations(ctx, &gh.ListOptions{PerPage: 1})
+	if err != nil {
+		return AppIdentity{}, classify("list the app's installations", err)
+	}
+	if len(insts) == 0 {
+		return AppIdentity{}, ErrNotInstalled
+	}
+	c, err := f.Installation(ctx, insts[0].GetID())
+	if err != nil {
+		return AppIdentity{}, err
+	}
+	bot, _, err := c.gh.Users.Get(ctx, id.BotLogin)
 	if err != nil {
 		return AppIdentity{}, classify("get bot user "+id.BotLogin, err)
 	}

@@ -8,6 +8,7 @@ import (
 	"encoding/pem"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"strconv"
 	"strings"
@@ -146,14 +147,66 @@ func TestAppIdentityUsesJWT(t *testing.T) {
 	if want.BotEmail != fmt.Sprintf("%d+selfcode-x[bot]@users.noreply.github.com", want.BotUserID) {
 		t.Fatalf("bot email %q", want.BotEmail)
 	}
-	reqs := e.fake.RequestsMatching("GET", "/app")
+	appReqs := func() []fakegithub.Request {
+		var out []fakegithub.Request
+		for _, r := range e.fake.RequestsMatching("GET", "/app") {
+			if r.Path == "/app" {
+				out = append(out, r)
+			}
+		}
+		return out
+	}
+	reqs := appReqs()
 	if len(reqs) != 1 || reqs[0].Status != 200 || strings.Count(strings.TrimPrefix(reqs[0].Header.Get("Authorization"), "Bearer "), ".") != 2 {
 		t.Fatalf("GET /app not JWT-authenticated: %+v", reqs)
 	}
 	// Cached: no second round trip.
-	if _, err := e.factory.App(ctxT(t)); err != nil || len(e.fake.RequestsMatching("GET", "/app")) != 1 {
+	if _, err := e.factory.App(ctxT(t)); err != nil || len(appReqs()) != 1 {
 		t.Fatalf("App not cached: %v", err)
 	}
+}
+
+// The bot user is read with an installation's token, so the identity
+// resolves on GitHub Enterprise Server in private mode, where anonymous
+// reads are refused; an app installed nowhere says so.
+func TestAppIdentityInPrivateMode(t *testing.T) {
+	e := setup(t, fakegithub.Options{AppSlug: "selfcode-x", PrivateMode: true}, nil)
+	if status, _, _ := getAnon(t, e.fake.URL()+"users/selfcode-x[bot]"); status != http.StatusUnauthorized {
+		t.Fatalf("anonymous read in private mode: %d, want 401", status)
+	}
+	id, err := e.factory.App(ctxT(t))
+	if err != nil || id.BotUserID != e.fake.BotUserID() || id.BotEmail != e.fake.BotEmail() {
+		t.Fatalf("App in private mode: %+v, %v", id, err)
+	}
+	for _, r := range e.fake.RequestsMatching("GET", "/users/") {
+		if !strings.HasPrefix(r.Header.Get("Authorization"), "token ") && !strings.HasPrefix(r.Header.Get("Authorization"), "Bearer ") && r.Status == 200 {
+			t.Errorf("the bot user was read anonymously: %+v", r)
+		}
+	}
+
+	bare, err := fakegithub.New(fakegithub.Options{PrivateMode: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { bare.Close() })
+	f, err := New(Options{AppID: bare.AppID(), PrivateKeyPEM: bare.PrivateKeyPEM(), BaseURL: bare.URL(), BaseBackoff: time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.App(ctxT(t)); !errors.Is(err, ErrNotInstalled) {
+		t.Fatalf("App of an app installed nowhere: %v", err)
+	}
+}
+
+func getAnon(t *testing.T, url string) (int, http.Header, []byte) {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, resp.Header, b
 }
 
 func TestWrongKeyIsUnauthorized(t *testing.T) {

@@ -473,7 +473,9 @@ func TestFlowAgainstFakeGitHub(t *testing.T) {
 			if cfg.AppID != 31337 || len(cfg.WebhookSecret) < 20 || cfg.GitHubAPIURL != gh.URL() {
 				t.Fatalf("config %d %d %q", cfg.AppID, len(cfg.WebhookSecret), cfg.GitHubAPIURL)
 			}
-			// The credentials work: the app can authenticate as itself.
+			// The credentials work: once installed, the app reads who it is
+			// (itself with its key, its bot user with an installation token).
+			gh.AddInstallation(5, "acme")
 			app, err := github.New(github.Options{BaseURL: cfg.GitHubAPIURL, AppID: cfg.AppID, PrivateKeyPEM: key})
 			if err != nil {
 				t.Fatal(err)

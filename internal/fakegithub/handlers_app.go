@@ -22,7 +22,7 @@ func (s *Server) buildRoutes() []route {
 		// GitHub's web form of the manifest flow (handlers_manifest_form.go).
 		r(post, "settings/apps/new", authNone, s.newAppFromManifest),
 		r(post, "organizations/{org}/settings/apps/new", authNone, s.newAppFromManifest),
-		r(get, "users/{login}", authNone, s.getUser),
+		r(get, "users/{login}", authPublic, s.getUser),
 
 		// Repository endpoints (installation token).
 		r(get, "repos/{owner}/{repo}", authToken, s.getRepo),

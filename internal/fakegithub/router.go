@@ -19,6 +19,7 @@ const (
 	authNone authKind = iota
 	authJWT
 	authToken
+	authPublic // anyone; an installation token in private mode
 )
 
 type handlerFunc func(w http.ResponseWriter, r *http.Request, p params)
@@ -118,6 +119,11 @@ func (s *Server) serveREST(w http.ResponseWriter, r *http.Request) {
 				return
 			}
 			p.installation = inst
+		case authPublic:
+			if _, ok := s.installationForRequest(r); s.opts.PrivateMode && !ok {
+				writeError(w, http.StatusUnauthorized, "Must authenticate to access this API.")
+				return
+			}
 		}
 		rt.h(w, r, p)
 		return

@@ -44,6 +44,10 @@ type Options struct {
 	Dir string
 	// Logger receives git http-backend diagnostics; default discards.
 	Logger *slog.Logger
+	// PrivateMode refuses anonymous reads (GET /users/{login}) with 401, as
+	// GitHub Enterprise Server in private mode does; an installation token
+	// is then needed.
+	PrivateMode bool
 }
 
 // Server is a running fake GitHub listening on 127.0.0.1.
