@@ -296,9 +296,9 @@ type gatedModel struct {
 	edit  map[string]string
 	// prompts are the messages each role was sent, in order.
 	prompts map[chat.Role][]string
-	mu    sync.Mutex
-	edits int
-	err   error
+	mu      sync.Mutex
+	edits   int
+	err     error
 }
 
 func (m *gatedModel) Chat(ctx context.Context, req chat.Request) (chat.Response, error) {

@@ -208,6 +208,25 @@ type CheckRunOptions struct {
 	Title      string
 	Summary    string
 	Text       string
+	// Actions are the buttons on the check run (at most 3); a press is
+	// delivered as check_run.requested_action with the identifier. Nil
+	// leaves them as they are on update.
+	Actions []CheckRunAction
+}
+
+// CheckRunAction is a button on a check run.
+type CheckRunAction struct {
+	Label       string // at most 20 characters
+	Description string // at most 40 characters
+	Identifier  string // at most 20 characters
+}
+
+func (o CheckRunOptions) actions() []*gh.CheckRunAction {
+	var out []*gh.CheckRunAction
+	for _, a := range o.Actions {
+		out = append(out, &gh.CheckRunAction{Label: a.Label, Description: a.Description, Identifier: a.Identifier})
+	}
+	return out
 }
 
 func (o CheckRunOptions) output() *gh.CheckRunOutput {
@@ -243,7 +262,7 @@ func checkRun(c *gh.CheckRun) CheckRun {
 func (c *Client) CreateCheckRun(ctx context.Context, owner, repo string, o CheckRunOptions) (CheckRun, error) {
 	opts := gh.CreateCheckRunOptions{
 		Name: o.Name, HeadSHA: o.HeadSHA, DetailsURL: optional(o.DetailsURL), ExternalID: optional(o.ExternalID),
-		Status: optional(o.Status), Conclusion: optional(o.Conclusion), Output: o.output(),
+		Status: optional(o.Status), Conclusion: optional(o.Conclusion), Output: o.output(), Actions: o.actions(),
 	}
 	if o.Conclusion != "" {
 		now := gh.Timestamp{Time: time.Now().UTC()}
@@ -263,7 +282,7 @@ func (c *Client) UpdateCheckRun(ctx context.Context, owner, repo string, id int6
 	}
 	opts := gh.UpdateCheckRunOptions{
 		Name: o.Name, DetailsURL: optional(o.DetailsURL), ExternalID: optional(o.ExternalID),
-		Status: optional(o.Status), Conclusion: optional(o.Conclusion), Output: o.output(),
+		Status: optional(o.Status), Conclusion: optional(o.Conclusion), Output: o.output(), Actions: o.actions(),
 	}
 	if o.Conclusion != "" {
 		now := gh.Timestamp{Time: time.Now().UTC()}

@@ -399,7 +399,10 @@ func (r *Router) installationRepos(ev *github.InstallationRepositoriesEvent) (De
 }
 
 type checkRunEvent struct {
-	Action   string `json:"action"`
+	Action          string `json:"action"`
+	RequestedAction *struct {
+		Identifier string `json:"identifier"`
+	} `json:"requested_action"`
 	CheckRun *struct {
 		Name         string `json:"name"`
 		ExternalID   string `json:"external_id"`
@@ -412,8 +415,25 @@ type checkRunEvent struct {
 	Installation *github.Installation `json:"installation"`
 }
 
+// checkRun turns Re-run and the Retry and Cancel buttons on selfcode's
+// check run into control jobs on the check run's job (the worker checks
+// the sender's permission, as for comments).
 func (r *Router) checkRun(ev *checkRunEvent) (Decision, error) {
-	if ev.Action != "rerequested" {
+	verb := command.VerbRetry
+	switch ev.Action {
+	case "rerequested":
+	case "requested_action":
+		id := ""
+		if ev.RequestedAction != nil {
+			id = ev.RequestedAction.Identifier
+		}
+		switch command.Verb(id) {
+		case command.VerbRetry, command.VerbCancel:
+			verb = command.Verb(id)
+		default:
+			return ignore(fmt.Sprintf("check run action %q is not selfcode's", id))
+		}
+	default:
 		return ignore(fmt.Sprintf("check_run %s does not trigger", ev.Action))
 	}
 	cr := ev.CheckRun
@@ -431,7 +451,7 @@ func (r *Router) checkRun(ev *checkRunEvent) (Decision, error) {
 		return Decision{}, err
 	}
 	if isBot(ev.Sender) {
-		return ignore("re-run requested by a bot")
+		return ignore("check run action requested by a bot")
 	}
 	issue := 0
 	if len(cr.PullRequests) > 0 {
@@ -441,7 +461,7 @@ func (r *Router) checkRun(ev *checkRunEvent) (Decision, error) {
 		Kind: job.KindControl, Repo: rp, Issue: issue, IsPR: true, TargetJobID: strings.ToLower(cr.ExternalID),
 		InstallationID: ev.Installation.GetID(),
 		Trigger: job.Trigger{Source: job.SourceCheckRun, Sender: ev.Sender.GetLogin(), SenderType: ev.Sender.GetType(),
-			Command: string(command.VerbRetry), ReceivedAt: r.o.Now().UTC()},
+			Command: string(verb), ReceivedAt: r.o.Now().UTC()},
 	}
 	return Decision{Submission: store.Submission{Action: store.ActionControl, Job: &j}}, nil
 }

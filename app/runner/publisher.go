@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"strings"
 
+	"github.com/selfcode/selfcode/app/command"
 	"github.com/selfcode/selfcode/app/ghapp"
 	gh "github.com/selfcode/selfcode/app/github"
 	"github.com/selfcode/selfcode/app/job"
@@ -148,10 +149,21 @@ func (p *publisher) EnsurePR(ctx context.Context, head, base, title, body string
 
 // Check creates or updates the job's check run on headSHA. status is
 // queued, in_progress or completed (then conclusion is required).
+// checkRunButtons are the buttons on selfcode's check run: Cancel while
+// the job waits or runs, Retry once it has ended. A press comes back as
+// check_run.requested_action with the command's verb as identifier, and is
+// permission-checked like a comment.
+func checkRunButtons(status string) []gh.CheckRunAction {
+	if status == "completed" {
+		return []gh.CheckRunAction{{Label: "Retry", Description: "Run this selfcode job again", Identifier: string(command.VerbRetry)}}
+	}
+	return []gh.CheckRunAction{{Label: "Cancel", Description: "Stop this selfcode job", Identifier: string(command.VerbCancel)}}
+}
+
 func (p *publisher) Check(ctx context.Context, headSHA, status, conclusion, title, summary string) error {
 	o, r := p.j.Repo.Owner, p.j.Repo.Name
 	opts := gh.CheckRunOptions{Name: CheckRunName, Status: status, Conclusion: conclusion, ExternalID: p.j.ID,
-		Title: title, Summary: summary, DetailsURL: p.j.Publication.PRURL}
+		Title: title, Summary: summary, DetailsURL: p.j.Publication.PRURL, Actions: checkRunButtons(status)}
 	if p.j.Publication.CheckRunID != 0 && p.j.Publication.HeadSHA == headSHA {
 		_, err := p.c.UpdateCheckRun(ctx, o, r, p.j.Publication.CheckRunID, opts)
 		if err == nil || !gh.IsNotFound(err) {

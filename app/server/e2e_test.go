@@ -329,3 +329,82 @@ func TestPlanCommandPostsThePlan(t *testing.T) {
 		t.Fatalf("%d plan comments", plans)
 	}
 }
+
+// pressButton delivers check_run.requested_action: sender pressed the
+// button identifier on selfcode's check run of job id on pull request pr.
+func pressButton(t *testing.T, e *e2e.Harness, id string, pr int, sender, identifier string) string {
+	t.Helper()
+	p, err := fixtures.Payload("check_run.requested_action.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for k, v := range map[string]any{"check_run.name": "selfcode", "check_run.external_id": id, "requested_action.identifier": identifier,
+		"check_run.pull_requests": []any{map[string]any{"number": pr}}, "repository.name": repoName, "repository.full_name": owner + "/" + repoName,
+		"repository.owner.login": owner, "sender.login": sender, "sender.type": "User", "installation.id": 1} {
+		p = fixtures.MustSet(p, k, v)
+	}
+	code, out := e.Deliver("check_run", fmt.Sprintf("press-%s-%s-%s", identifier, sender, id), p)
+	if code != http.StatusAccepted {
+		t.Fatalf("%s pressed %s: %d %v", sender, identifier, code, out)
+	}
+	return out["job_id"].(string)
+}
+
+// selfcode's check run has a Retry button once its job ended and a Cancel
+// button while it waits or runs; both work for a writer and are refused
+// for a reader.
+func TestCheckRunButtons(t *testing.T) {
+	t.Parallel()
+	e := e2e.Start(t, e2e.Options{})
+	issue, pr := openSelfcodePR(t, e)
+	last, err := e.Server.Store.Last(context.Background(), job.IssueKey(owner+"/"+repoName, issue))
+	if err != nil || last == nil {
+		t.Fatalf("the issue's job: %v", err)
+	}
+	first := e.Wait(last.ID)
+	buttons := func(jobID string) []string {
+		var ids []string
+		for _, c := range e.GitHub.CheckRuns(owner, repoName) {
+			if c.ExternalID == jobID {
+				ids = ids[:0]
+				for _, a := range c.Actions {
+					ids = append(ids, a.Identifier)
+				}
+			}
+		}
+		return ids
+	}
+	if got := buttons(first.ID); len(got) != 1 || got[0] != "retry" {
+		t.Fatalf("buttons of a finished job's check run: %q, want retry", got)
+	}
+
+	// A reader's Retry is refused: the job is not run again.
+	e.Wait(pressButton(t, e, first.ID, pr.Number, "reader", "retry"))
+	if j := e.Job(first.ID); !j.FinishedAt.Equal(first.FinishedAt) || j.State != job.StateSucceeded {
+		t.Fatalf("a reader's Retry ran the job: %s, finished %s (was %s)", j.State, j.FinishedAt, first.FinishedAt)
+	}
+	// A writer's Retry runs it again, as the same job.
+	e.Wait(pressButton(t, e, first.ID, pr.Number, "writer", "retry"))
+	poll.Until(t, "the retried job to run again", 30*time.Second, func() bool {
+		j := e.Job(first.ID)
+		return j.State == job.StateSucceeded && j.Outcome == job.OutcomePRUpdated
+	}, func() string { return e.Logs() })
+
+	// A follow-up on the PR that hangs shows Cancel; a reader cannot press
+	// it, a writer can.
+	e.Scripted.Hang(fmt.Sprintf("%s/%s#%d", owner, repoName, pr.Number))
+	_, out := prComment(t, e, pr.Number, "writer", "/selfcode take longer", "open")
+	hung := out["job_id"].(string)
+	e.Eventually("the follow-up's check run to offer Cancel", func() bool {
+		got := buttons(hung)
+		return len(got) == 1 && got[0] == "cancel" && e.Job(hung).State == job.StateRunning
+	})
+	e.Wait(pressButton(t, e, hung, pr.Number, "reader", "cancel"))
+	if j := e.Job(hung); j.State != job.StateRunning {
+		t.Fatalf("a reader's Cancel stopped the job: %s", j.State)
+	}
+	e.Wait(pressButton(t, e, hung, pr.Number, "writer", "cancel"))
+	if j := e.Wait(hung); j.State != job.StateCanceled {
+		t.Fatalf("after a writer's Cancel: %s %q", j.State, j.Error)
+	}
+}

@@ -500,6 +500,19 @@ func (p *Pool) control(ctx context.Context, j *job.Job, log *slog.Logger) store.
 	key := j.Key()
 	switch j.Trigger.Command {
 	case "cancel":
+		if j.TargetJobID != "" {
+			// The Cancel button of one job's check run: that job.
+			target, err := p.o.Store.Cancel(ctx, j.TargetJobID, fmt.Sprintf("canceled by %s", j.Trigger.Sender))
+			switch {
+			case err == nil:
+				r.Affected = []*job.Job{target}
+			case errs.Is(err, errs.KindConflict) || errs.Is(err, errs.KindNotFound):
+				r.Err = err.Error()
+			default:
+				return p.failure(j, err)
+			}
+			break
+		}
 		jobs, err := p.o.Store.CancelIssue(ctx, key, fmt.Sprintf("canceled by %s", j.Trigger.Sender))
 		if err != nil {
 			return p.failure(j, err)

@@ -361,6 +361,7 @@ type checkRunInput struct {
 		Summary *string `json:"summary"`
 		Text    *string `json:"text"`
 	} `json:"output"`
+	Actions *[]CheckRunAction `json:"actions"`
 }
 
 func validCheckStatus(s string) bool {
@@ -377,6 +378,17 @@ func validConclusion(c string) bool {
 
 // applyCheckRun validates and applies create/update input to c.
 func (s *Server) applyCheckRun(c *CheckRun, in checkRunInput) *apiErr {
+	if in.Actions != nil {
+		if len(*in.Actions) > 3 {
+			return invalid("CheckRun", "actions", "invalid", "at most 3 actions")
+		}
+		for _, a := range *in.Actions {
+			if a.Label == "" || len(a.Label) > 20 || len(a.Description) > 40 || a.Identifier == "" || len(a.Identifier) > 20 {
+				return invalid("CheckRun", "actions", "invalid", "label (max 20), description (max 40) and identifier (max 20) are required")
+			}
+		}
+		c.Actions = append([]CheckRunAction(nil), (*in.Actions)...)
+	}
 	if in.Name != nil {
 		c.Name = *in.Name
 	}

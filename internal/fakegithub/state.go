@@ -135,6 +135,14 @@ type CheckRun struct {
 	Text        string
 	StartedAt   time.Time
 	CompletedAt time.Time
+	Actions     []CheckRunAction // the buttons the app asked for
+}
+
+// CheckRunAction is a button on a check run.
+type CheckRunAction struct {
+	Label       string `json:"label"`
+	Description string `json:"description"`
+	Identifier  string `json:"identifier"`
 }
 
 // ManifestApp is what a manifest conversion returns for a code registered with
