@@ -103,6 +103,27 @@ func (p *publisher) Comment(ctx context.Context, body string) error {
 	return ghapp.MapError(err)
 }
 
+// Report posts the job's report as its own comment on the issue, or
+// edits that comment in place when the job already posted it (found by a
+// hidden marker, so a retry or a crash does not post a second one).
+func (p *publisher) Report(ctx context.Context, body string) error {
+	o, r := p.j.Repo.Owner, p.j.Repo.Name
+	marker := "<!-- selfcode:report:" + p.j.ID + " -->"
+	body = marker + "\n" + body
+	comments, err := p.c.ListIssueComments(ctx, o, r, p.j.Issue)
+	if err != nil {
+		return ghapp.MapError(err)
+	}
+	for _, c := range comments {
+		if strings.HasPrefix(strings.TrimSpace(c.Body), marker) {
+			_, err := p.c.UpdateIssueComment(ctx, o, r, c.ID, body)
+			return ghapp.MapError(err)
+		}
+	}
+	_, err = p.c.CreateIssueComment(ctx, o, r, p.j.Issue, body)
+	return ghapp.MapError(err)
+}
+
 // publishedPR is the pull request a job published.
 type publishedPR struct {
 	Number  int
@@ -147,8 +168,6 @@ func (p *publisher) EnsurePR(ctx context.Context, head, base, title, body string
 	return pr, p.save(ctx, func(pub *job.Publication) { pub.PRNumber, pub.PRURL, pub.Branch = pr.Number, pr.URL, head })
 }
 
-// Check creates or updates the job's check run on headSHA. status is
-// queued, in_progress or completed (then conclusion is required).
 // checkRunButtons are the buttons on selfcode's check run: Cancel while
 // the job waits or runs, Retry once it has ended. A press comes back as
 // check_run.requested_action with the command's verb as identifier, and is
@@ -160,6 +179,8 @@ func checkRunButtons(status string) []gh.CheckRunAction {
 	return []gh.CheckRunAction{{Label: "Cancel", Description: "Stop this selfcode job", Identifier: string(command.VerbCancel)}}
 }
 
+// Check creates or updates the job's check run on headSHA. status is
+// queued, in_progress or completed (then conclusion is required).
 func (p *publisher) Check(ctx context.Context, headSHA, status, conclusion, title, summary string) error {
 	o, r := p.j.Repo.Owner, p.j.Repo.Name
 	opts := gh.CheckRunOptions{Name: CheckRunName, Status: status, Conclusion: conclusion, ExternalID: p.j.ID,

@@ -40,6 +40,9 @@ type workspace struct {
 	// (a command on a PR, or someone else's commits on selfcode's branch).
 	fastForward bool
 	pr          gh.PullRequest // the PR a command on a PR works on
+	// diverted: an unverified change for a human's pull request goes to
+	// selfcode/pr-N, proposed as a draft pull request into their branch.
+	diverted bool
 	// in is what the pipeline gets; the steps before execute fill it.
 	in      pipeline.Input
 	cleanup []func()
@@ -326,6 +329,11 @@ func (x *run) publish(ctx context.Context, client *gh.Client, w *workspace, res 
 		x.Stage(stage.Publish, stage.Skipped, "not verified; draft_on_failure is off")
 		return unverifiedOutcome(res.verdict), x.pub.Comment(ctx, body)
 	}
+	if x.j.IsPR && !res.verified && humansPR(w) {
+		if err := x.divert(ctx, w); err != nil {
+			return "", err
+		}
+	}
 	if err := x.push(ctx, w); err != nil {
 		return "", err
 	}
@@ -402,13 +410,27 @@ func (x *run) pullRequest(ctx context.Context, w *workspace, title string, verif
 		return "", fmt.Errorf("render pull request body: %w", err)
 	}
 	outcome := job.OutcomePRUpdated
-	if x.j.IsPR {
-		// A command on an existing pull request: the PR is the job's issue;
-		// its title stays the one people gave it.
+	switch {
+	case x.j.IsPR && humansPR(w) && !w.diverted:
+		// A verified change on a human's pull request: their description
+		// stays theirs; the report is selfcode's own comment.
+		if err := x.pub.Report(ctx, body); err != nil {
+			return "", err
+		}
+		x.mu.Lock()
+		x.rep.PRURL = w.pr.HTMLURL
+		x.mu.Unlock()
+		return outcome, nil
+	case x.j.IsPR && !w.diverted:
+		// A command on selfcode's own pull request: the PR is the job's
+		// issue; its title stays the one people gave it.
 		if _, err := x.pub.EnsurePR(ctx, w.branch, w.base, w.pr.Title, body, false); err != nil {
 			return "", err
 		}
-	} else {
+	default:
+		if w.diverted {
+			title = "selfcode: " + firstNonEmpty(w.pr.Title, "changes for #"+strconv.Itoa(x.j.Issue))
+		}
 		pr, err := x.pub.EnsurePR(ctx, w.branch, w.base, title, body, !verified)
 		if err != nil {
 			return "", err
@@ -416,11 +438,33 @@ func (x *run) pullRequest(ctx context.Context, w *workspace, title string, verif
 		if pr.Created {
 			outcome = job.OutcomePROpened
 		}
+		if w.diverted {
+			note := fmt.Sprintf("The change is not verified, so it was not pushed to `%s`: it is proposed as draft pull request #%d (%s) into this branch instead.\n\n%s",
+				w.pr.HeadRef, pr.Number, pr.URL, body)
+			if err := x.pub.Report(ctx, note); err != nil {
+				return "", err
+			}
+		}
 	}
 	x.mu.Lock()
 	x.rep.PRURL = x.j.Publication.PRURL
 	x.mu.Unlock()
 	return outcome, nil
+}
+
+// humansPR reports whether the pull request a command on a PR works on is
+// someone else's, not one selfcode opened.
+func humansPR(w *workspace) bool { return !strings.HasPrefix(w.pr.HeadRef, "selfcode/") }
+
+// divert sends the change to selfcode/pr-N instead of a human's branch.
+func (x *run) divert(ctx context.Context, w *workspace) error {
+	branch := "selfcode/pr-" + strconv.Itoa(x.j.Issue)
+	expected, err := w.git.RemoteBranchSHA(ctx, w.repo, branch, w.token)
+	if err != nil {
+		return fmt.Errorf("read %s: %w", branch, err)
+	}
+	w.base, w.branch, w.expected, w.fastForward, w.diverted = w.pr.HeadRef, branch, expected, false, true
+	return nil
 }
 
 // completeCheck reports the verdict on the pushed commit's check run:

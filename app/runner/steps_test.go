@@ -3,6 +3,7 @@ package runner
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"os"
@@ -520,5 +521,78 @@ func TestWhereTheTimeWent(t *testing.T) {
 	prs := e.fake.PullRequests(owner, repoName)
 	if len(prs) != 1 || !strings.Contains(prs[0].Body, "queue 2.0s · checkout ") || !strings.Contains(prs[0].Body, "sandbox start 1.5s · model 4.0s") {
 		t.Fatalf("the pull request does not say where the time went:\n%v", prs)
+	}
+}
+
+// On a pull request selfcode did not open, its description stays the
+// author's: the report is selfcode's own comment. A verified change is
+// pushed to their branch; an unverified one never is — it goes to
+// selfcode/pr-N as a draft pull request into their branch, linked in the
+// comment.
+func TestPublishOnAHumansPR(t *testing.T) {
+	t.Parallel()
+	for _, tt := range []struct {
+		name    string
+		verdict verify.Verdict
+		theirs  bool // their branch gets the change
+	}{
+		{"verified", verify.Verified, true},
+		{"failed", verify.Failed, false},
+		{"unverified", verify.Unverified, false},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			e := newStepEnv(t, nil, verifiedChange(tt.verdict))
+			before, err := e.fake.CommitFiles(owner, repoName, "feature", "their work", map[string]string{"NOTES.md": "theirs\n"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			pr, err := e.fake.AddPullRequest(owner, repoName, fakegithub.PullRequest{Title: "Their feature", Body: "Their description.", Head: "feature", Base: "main", User: "writer"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			x, _, w, res := e.executed(e.prJob(pr.Number))
+			if _, err := x.publish(context.Background(), e.client, w, res); err != nil {
+				t.Fatal(err)
+			}
+			after, _ := e.fake.BranchSHA(owner, repoName, "feature")
+			if moved := after != before; moved != tt.theirs {
+				t.Errorf("their branch moved: %v, want %v", moved, tt.theirs)
+			}
+			var theirPR *fakegithub.PullRequest
+			var drafts []fakegithub.PullRequest
+			for _, p := range e.fake.PullRequests(owner, repoName) {
+				if p.Number == pr.Number {
+					p := p
+					theirPR = &p
+				} else {
+					drafts = append(drafts, p)
+				}
+			}
+			if theirPR == nil || theirPR.Body != "Their description." || theirPR.Title != "Their feature" {
+				t.Fatalf("their pull request was changed: %+v", theirPR)
+			}
+			report := ""
+			for _, c := range e.fake.Comments(owner, repoName, pr.Number) {
+				if strings.Contains(c.Body, "<!-- selfcode:report:") {
+					report = c.Body
+				}
+			}
+			if report == "" || !strings.Contains(report, "go test ./...") {
+				t.Fatalf("no report comment on their pull request: %q", report)
+			}
+			if tt.theirs {
+				if len(drafts) != 0 {
+					t.Errorf("a verified change also opened %+v", drafts)
+				}
+				return
+			}
+			if len(drafts) != 1 || !drafts[0].Draft || drafts[0].Head != fmt.Sprintf("selfcode/pr-%d", pr.Number) || drafts[0].Base != "feature" {
+				t.Fatalf("want one draft selfcode/pr-%d → feature, got %+v", pr.Number, drafts)
+			}
+			if !strings.Contains(report, fmt.Sprintf("#%d", drafts[0].Number)) {
+				t.Errorf("the comment does not link the draft:\n%s", report)
+			}
+		})
 	}
 }
