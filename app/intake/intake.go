@@ -1,10 +1,13 @@
 package intake
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"strings"
 	"time"
+	"unicode"
 
 	"github.com/google/go-github/v60/github"
 
@@ -12,6 +15,7 @@ import (
 	"github.com/selfcode/selfcode/app/errs"
 	"github.com/selfcode/selfcode/app/job"
 	"github.com/selfcode/selfcode/app/store"
+	"github.com/selfcode/selfcode/internal/utf8cut"
 )
 
 // Options configures a Router.
@@ -406,9 +410,19 @@ type checkRunEvent struct {
 	CheckRun *struct {
 		Name         string `json:"name"`
 		ExternalID   string `json:"external_id"`
+		Conclusion   string `json:"conclusion"`
+		HeadSHA      string `json:"head_sha"`
 		PullRequests []struct {
 			Number int `json:"number"`
 		} `json:"pull_requests"`
+		CheckSuite *struct {
+			HeadBranch string `json:"head_branch"`
+		} `json:"check_suite"`
+		Output *struct {
+			Title   string `json:"title"`
+			Summary string `json:"summary"`
+			Text    string `json:"text"`
+		} `json:"output"`
 	} `json:"check_run"`
 	Repo         *github.Repository   `json:"repository"`
 	Sender       *github.User         `json:"sender"`
@@ -417,10 +431,13 @@ type checkRunEvent struct {
 
 // checkRun turns Re-run and the Retry and Cancel buttons on selfcode's
 // check run into control jobs on the check run's job (the worker checks
-// the sender's permission, as for comments).
+// the sender's permission, as for comments), and another check failing on
+// selfcode's own pull request into a follow-up (checkFailed).
 func (r *Router) checkRun(ev *checkRunEvent) (Decision, error) {
 	verb := command.VerbRetry
 	switch ev.Action {
+	case "completed":
+		return r.checkFailed(ev)
 	case "rerequested":
 	case "requested_action":
 		id := ""
@@ -464,4 +481,64 @@ func (r *Router) checkRun(ev *checkRunEvent) (Decision, error) {
 			Command: string(verb), ReceivedAt: r.o.Now().UTC()},
 	}
 	return Decision{Submission: store.Submission{Action: store.ActionControl, Job: &j}}, nil
+}
+
+// checkFailed turns another check (the repository's CI) failing on the head
+// of a pull request selfcode opened into a follow-up job on that pull
+// request, whose task is the failure. The runner decides whether it runs
+// (the pull request is still selfcode's and its head is still that commit,
+// nobody else pushed, ci_fix_attempts, the same failure never twice).
+func (r *Router) checkFailed(ev *checkRunEvent) (Decision, error) {
+	cr := ev.CheckRun
+	if cr == nil {
+		return invalid("check_run payload has no check_run")
+	}
+	switch {
+	case cr.Name == r.o.CheckRunName:
+		return ignore("selfcode's own check run")
+	case cr.Conclusion != "failure" && cr.Conclusion != "timed_out":
+		return ignore(fmt.Sprintf("check %q concluded %s", cr.Name, cr.Conclusion))
+	case cr.CheckSuite == nil || !strings.HasPrefix(cr.CheckSuite.HeadBranch, "selfcode/") || len(cr.PullRequests) == 0:
+		return ignore("a failing check on a branch selfcode did not open a pull request from")
+	}
+	rp, err := repoOf(ev.Repo)
+	if err != nil {
+		return Decision{}, err
+	}
+	var title, summary, text string
+	if cr.Output != nil {
+		title, summary, text = cr.Output.Title, cr.Output.Summary, cr.Output.Text
+	}
+	task := fmt.Sprintf("The check %q %s on this pull request's head commit %.12s. Make it pass without weakening the check.", cr.Name,
+		map[string]string{"failure": "failed", "timed_out": "timed out"}[cr.Conclusion], cr.HeadSHA)
+	for _, part := range []string{title, summary, text} {
+		if part = strings.TrimSpace(part); part != "" {
+			task += "\n\n" + utf8cut.Cut(part, 4000)
+		}
+	}
+	j := job.Job{
+		Kind: job.KindRun, Repo: rp, Issue: cr.PullRequests[0].Number, IsPR: true, Instructions: task,
+		InstallationID: ev.Installation.GetID(),
+		Trigger: job.Trigger{Source: job.SourceCI, Sender: ev.Sender.GetLogin(), SenderType: ev.Sender.GetType(),
+			Command: string(command.VerbRun), Check: cr.Name, HeadSHA: cr.HeadSHA,
+			Signature: failureSignature(cr.Name, title+"\n"+summary+"\n"+text), ReceivedAt: r.o.Now().UTC()},
+	}
+	return Decision{Submission: store.Submission{Action: store.ActionEnqueue, Job: &j}}, nil
+}
+
+// failureSignature names a failure by its check and its output with what
+// changes from run to run (numbers: durations, line numbers, ids; case;
+// spacing) taken out.
+func failureSignature(check, output string) string {
+	norm := strings.Map(func(r rune) rune {
+		switch {
+		case unicode.IsDigit(r):
+			return -1
+		case unicode.IsSpace(r):
+			return ' '
+		}
+		return unicode.ToLower(r)
+	}, output)
+	sum := sha256.Sum256([]byte(check + "\x00" + strings.Join(strings.Fields(norm), " ")))
+	return hex.EncodeToString(sum[:12])
 }

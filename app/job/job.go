@@ -88,24 +88,33 @@ const (
 	SourceLabel         Source = "label"
 	SourceOvernight     Source = "overnight_label"
 	SourceCheckRun      Source = "check_run"
-	SourceLocal         Source = "local"
+	// SourceCI: another check (the repository's CI) failed on selfcode's
+	// own pull request.
+	SourceCI    Source = "ci"
+	SourceLocal Source = "local"
 )
 
 // Trigger records who asked for the job and from where.
 type Trigger struct {
-	Source     Source    `json:"source"`
-	DeliveryID string    `json:"delivery_id,omitempty"`
-	Sender     string    `json:"sender"`
-	SenderType string    `json:"sender_type,omitempty"`
-	CommentID  int64     `json:"comment_id,omitempty"`
-	CommentURL string    `json:"comment_url,omitempty"`
-	Command    string    `json:"command,omitempty"` // run, plan, cancel, retry, status, help
-	Label      string    `json:"label,omitempty"`
-	ReviewID   int64     `json:"review_id,omitempty"`
-	Path       string    `json:"path,omitempty"` // review comment file
-	Line       int       `json:"line,omitempty"`
-	StartLine  int       `json:"start_line,omitempty"`
-	DiffHunk   string    `json:"diff_hunk,omitempty"`
+	Source     Source `json:"source"`
+	DeliveryID string `json:"delivery_id,omitempty"`
+	Sender     string `json:"sender"`
+	SenderType string `json:"sender_type,omitempty"`
+	CommentID  int64  `json:"comment_id,omitempty"`
+	CommentURL string `json:"comment_url,omitempty"`
+	Command    string `json:"command,omitempty"` // run, plan, cancel, retry, status, help
+	Label      string `json:"label,omitempty"`
+	ReviewID   int64  `json:"review_id,omitempty"`
+	Path       string `json:"path,omitempty"` // review comment file
+	Line       int    `json:"line,omitempty"`
+	StartLine  int    `json:"start_line,omitempty"`
+	DiffHunk   string `json:"diff_hunk,omitempty"`
+	// CI failures (SourceCI): the failing check, the commit it failed on,
+	// and the failure's signature (check name and normalised output), so
+	// that one failure is never handled twice.
+	Check      string    `json:"check,omitempty"`
+	HeadSHA    string    `json:"head_sha,omitempty"`
+	Signature  string    `json:"signature,omitempty"`
 	ReceivedAt time.Time `json:"received_at"`
 }
 

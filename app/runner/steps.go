@@ -226,6 +226,15 @@ func (x *run) execute(ctx context.Context, client *gh.Client, w *workspace) (res
 	if !cfg.Enabled {
 		return res, "", true, x.skip(ctx, "selfcode is disabled for this repository (`enabled: false` in .selfcode.yml).")
 	}
+	if x.j.Trigger.Source == job.SourceCI {
+		reason, err := x.ciStop(ctx, w, cfg)
+		if err != nil {
+			return res, "", true, err
+		}
+		if reason != "" {
+			return res, "", true, x.skip(ctx, reason)
+		}
+	}
 	w.in.Config, w.in.Comments = cfg, x.comments(ctx, client)
 	out, err := x.r.o.Pipeline.Run(ctx, w.in)
 	if out == nil {

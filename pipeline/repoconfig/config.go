@@ -86,8 +86,11 @@ type Paths struct {
 
 // Limits bound one job.
 type Limits struct {
-	MaxFiles       int           `yaml:"max_files" json:"max_files"`
-	MaxFixAttempts int           `yaml:"max_fix_attempts" json:"max_fix_attempts"`
+	MaxFiles       int `yaml:"max_files" json:"max_files"`
+	MaxFixAttempts int `yaml:"max_fix_attempts" json:"max_fix_attempts"`
+	// CIFixAttempts bounds the follow-ups selfcode starts on its own pull
+	// request when another check (the repository's CI) fails there.
+	CIFixAttempts  int           `yaml:"ci_fix_attempts" json:"ci_fix_attempts"`
 	MaxSteps       int           `yaml:"max_steps" json:"max_steps"`
 	MaxTokens      int           `yaml:"max_tokens" json:"max_tokens"`
 	JobTimeout     time.Duration `yaml:"job_timeout" json:"job_timeout"`
@@ -114,6 +117,7 @@ func Default() *Config {
 		Limits: Limits{
 			MaxFiles:       10,
 			MaxFixAttempts: 3,
+			CIFixAttempts:  2,
 			MaxSteps:       40,
 			MaxTokens:      400000,
 			JobTimeout:     45 * time.Minute,

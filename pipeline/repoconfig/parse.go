@@ -432,7 +432,7 @@ func CheckGlob(g string) string {
 }
 
 func (p *parser) limits(key string, v *yaml.Node, l *Limits) {
-	known := []string{"max_files", "max_fix_attempts", "max_steps", "max_tokens", "job_timeout", "command_timeout", "blast_radius", "output_bytes"}
+	known := []string{"max_files", "max_fix_attempts", "ci_fix_attempts", "max_steps", "max_tokens", "job_timeout", "command_timeout", "blast_radius", "output_bytes"}
 	p.entries(key, v, func(f string, k, fv *yaml.Node) {
 		fk := join(key, f)
 		if !has(known, f) {
@@ -457,6 +457,8 @@ func (p *parser) limits(key string, v *yaml.Node, l *Limits) {
 			setInt(&l.MaxFiles, 1)
 		case "max_fix_attempts":
 			setInt(&l.MaxFixAttempts, 0)
+		case "ci_fix_attempts":
+			setInt(&l.CIFixAttempts, 0)
 		case "max_steps":
 			setInt(&l.MaxSteps, 1)
 		case "max_tokens":

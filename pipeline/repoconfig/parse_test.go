@@ -29,7 +29,7 @@ func TestParseContractExample(t *testing.T) {
 		},
 		Reports: []string{"**/junit*.xml"},
 		Paths:   Paths{Allow: []string{"**"}, Deny: []string{"vendor/**"}, Protected: []string{"go.mod"}},
-		Limits: Limits{MaxFiles: 10, MaxFixAttempts: 3, MaxSteps: 40, MaxTokens: 400000,
+		Limits: Limits{MaxFiles: 10, MaxFixAttempts: 3, CIFixAttempts: 2, MaxSteps: 40, MaxTokens: 400000,
 			JobTimeout: 45 * time.Minute, CommandTimeout: 10 * time.Minute, BlastRadius: 5, OutputBytes: 8 << 20},
 		Enabled:        true,
 		DraftOnFailure: true,

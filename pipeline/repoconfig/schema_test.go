@@ -110,6 +110,7 @@ var samples = map[string]string{
 	"limits":                  "limits: {max_files: 2}",
 	"limits.max_files":        "limits: {max_files: 2}",
 	"limits.max_fix_attempts": "limits: {max_fix_attempts: 1}",
+	"limits.ci_fix_attempts":  "limits: {ci_fix_attempts: 1}",
 	"limits.max_steps":        "limits: {max_steps: 7}",
 	"limits.max_tokens":       "limits: {max_tokens: 1000}",
 	"limits.job_timeout":      "limits: {job_timeout: 1h}",

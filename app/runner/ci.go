@@ -1,0 +1,58 @@
+package runner
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/selfcode/selfcode/app/job"
+	"github.com/selfcode/selfcode/app/store"
+	"github.com/selfcode/selfcode/pipeline/repoconfig"
+)
+
+// A follow-up for a failing check (job.SourceCI) runs only on selfcode's
+// own pull request, on the commit the check failed on, when nobody else
+// pushed after selfcode, at most limits.ci_fix_attempts times per pull
+// request, and never twice for the same failure.
+
+// ciStop says why a CI follow-up must not run ("" when it may).
+func (x *run) ciStop(ctx context.Context, w *workspace, cfg *repoconfig.Config) (string, error) {
+	t := x.j.Trigger
+	switch {
+	case !strings.HasPrefix(w.pr.HeadRef, "selfcode/"):
+		return "selfcode fixes failing checks by itself only on its own pull requests.", nil
+	case t.HeadSHA != "" && !strings.EqualFold(w.pr.HeadSHA, t.HeadSHA):
+		return fmt.Sprintf("The check %q failed on %.12s, but this pull request has moved on to %.12s since; nothing to fix for that run.",
+			t.Check, t.HeadSHA, w.pr.HeadSHA), nil
+	}
+	authors, err := w.git.Authors(ctx, w.ws, w.pr.HeadSHA+"~1", w.pr.HeadSHA)
+	if err != nil {
+		return "", err
+	}
+	if foreign(authors, w.git.Identity().Email) {
+		return fmt.Sprintf("The check %q failed, but someone else pushed to `%s` after selfcode: leaving it to them (comment `%s` to ask for a fix).",
+			t.Check, w.pr.HeadRef, x.r.o.CommandWord), nil
+	}
+	if x.r.o.History == nil {
+		return "", nil
+	}
+	earlier, _, err := x.r.o.History.List(ctx, store.ListOptions{Key: x.j.Key(), Limit: 1000})
+	if err != nil {
+		return "", err
+	}
+	ran := 0
+	for _, e := range earlier {
+		if e.ID == x.j.ID || e.Trigger.Source != job.SourceCI || e.State == job.StateCanceled {
+			continue
+		}
+		if t.Signature != "" && e.Trigger.Signature == t.Signature {
+			return fmt.Sprintf("The check %q failed again the same way after selfcode's fix (job `%s`); stopping here: this needs a human.", t.Check, e.ID), nil
+		}
+		ran++
+	}
+	if ran >= cfg.Limits.CIFixAttempts {
+		return fmt.Sprintf("The check %q failed, but selfcode already tried to fix failing checks %d time(s) on this pull request (`limits.ci_fix_attempts: %d`); stopping here.",
+			t.Check, ran, cfg.Limits.CIFixAttempts), nil
+	}
+	return "", nil
+}
