@@ -24,17 +24,20 @@ const (
 	VerbStatus Verb = "status"
 	// VerbHelp replies with usage.
 	VerbHelp Verb = "help"
+	// VerbFixCI runs the pipeline on a pull request with its failing checks
+	// as the task.
+	VerbFixCI Verb = "fix-ci"
 )
 
 // Verbs lists every verb in the order help text shows them.
 func Verbs() []Verb {
-	return []Verb{VerbRun, VerbPlan, VerbCancel, VerbRetry, VerbStatus, VerbHelp}
+	return []Verb{VerbRun, VerbPlan, VerbFixCI, VerbCancel, VerbRetry, VerbStatus, VerbHelp}
 }
 
 // Valid reports whether v is one of Verbs.
 func (v Verb) Valid() bool {
 	switch v {
-	case VerbRun, VerbPlan, VerbCancel, VerbRetry, VerbStatus, VerbHelp:
+	case VerbRun, VerbPlan, VerbFixCI, VerbCancel, VerbRetry, VerbStatus, VerbHelp:
 		return true
 	}
 	return false
@@ -55,6 +58,8 @@ func (v Verb) Summary() string {
 		return "reply with the job's state"
 	case VerbHelp:
 		return "reply with this usage"
+	case VerbFixCI:
+		return "on a pull request: fix its failing checks (their output is the task)"
 	}
 	return ""
 }
@@ -130,7 +135,7 @@ func Parse(body string, word string) (Command, bool) {
 	// "run" is not a subcommand: `/selfcode run the tests` runs with those
 	// instructions.
 	switch v := Verb(strings.ToLower(next)); v {
-	case VerbPlan, VerbCancel, VerbRetry, VerbStatus, VerbHelp:
+	case VerbPlan, VerbFixCI, VerbCancel, VerbRetry, VerbStatus, VerbHelp:
 		cmd.Verb = v
 		rest = after
 	}

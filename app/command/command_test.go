@@ -25,6 +25,8 @@ func TestParse(t *testing.T) {
 			want: Command{VerbRun, "  indented code\n- item"}},
 		{name: "plan", body: "/selfcode plan fix the x", ok: true, want: Command{VerbPlan, "fix the x"}},
 		{name: "plan bare", body: "/selfcode plan", ok: true, want: Command{Verb: VerbPlan}},
+		{name: "fix-ci", body: "/selfcode fix-ci keep the API", ok: true, want: Command{VerbFixCI, "keep the API"}},
+		{name: "fix-ci any case", body: "/selfcode Fix-CI", ok: true, want: Command{Verb: VerbFixCI}},
 		{name: "plan multi-line", body: "/selfcode plan\nstep one\nstep two", ok: true, want: Command{VerbPlan, "step one\nstep two"}},
 		{name: "subcommand case-insensitive", body: "/selfcode PLAN Fix It", ok: true, want: Command{VerbPlan, "Fix It"}},
 		{name: "subcommand whole word only", body: "/selfcode planning docs", ok: true, want: Command{VerbRun, "planning docs"}},
@@ -90,7 +92,7 @@ func TestParseEmptyWord(t *testing.T) {
 
 func TestVerbs(t *testing.T) {
 	vs := Verbs()
-	if len(vs) != 6 {
+	if len(vs) != 7 {
 		t.Fatalf("Verbs() = %v", vs)
 	}
 	usage := Usage("/bot")

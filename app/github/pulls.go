@@ -193,6 +193,8 @@ type CheckRun struct {
 	HTMLURL    string
 	DetailsURL string
 	ExternalID string
+	// Output, as the check's app wrote it (untrusted).
+	Title, Summary, Text string
 }
 
 // CheckRunOptions creates or updates a check run. Empty strings are left out.
@@ -255,7 +257,21 @@ func checkRun(c *gh.CheckRun) CheckRun {
 	return CheckRun{
 		ID: c.GetID(), Name: c.GetName(), HeadSHA: c.GetHeadSHA(), Status: c.GetStatus(), Conclusion: c.GetConclusion(),
 		HTMLURL: c.GetHTMLURL(), DetailsURL: c.GetDetailsURL(), ExternalID: c.GetExternalID(),
+		Title: c.GetOutput().GetTitle(), Summary: c.GetOutput().GetSummary(), Text: c.GetOutput().GetText(),
 	}
+}
+
+// CheckRunsFor lists the check runs on a commit (all apps'), up to 100.
+func (c *Client) CheckRunsFor(ctx context.Context, owner, repo, sha string) ([]CheckRun, error) {
+	res, _, err := c.gh.Checks.ListCheckRunsForRef(ctx, owner, repo, sha, &gh.ListCheckRunsOptions{ListOptions: gh.ListOptions{PerPage: 100}})
+	if err != nil {
+		return nil, classify(fmt.Sprintf("list check runs of %s/%s@%.12s", owner, repo, sha), err)
+	}
+	var out []CheckRun
+	for _, cr := range res.CheckRuns {
+		out = append(out, checkRun(cr))
+	}
+	return out, nil
 }
 
 // CreateCheckRun creates a check run on a commit.

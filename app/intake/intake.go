@@ -188,13 +188,13 @@ func (r *Router) commandJob(cmd command.Command, base job.Job, closed bool) (Dec
 	base.Trigger.Command = string(cmd.Verb)
 	base.Trigger.ReceivedAt = r.o.Now().UTC()
 	j := base
-	if closed && base.IsPR && (cmd.Verb == command.VerbRun || cmd.Verb == command.VerbPlan) {
+	if closed && base.IsPR && (cmd.Verb == command.VerbRun || cmd.Verb == command.VerbPlan || cmd.Verb == command.VerbFixCI) {
 		j.Kind = job.KindControl
 		j.Trigger.Command = "closed"
 		return Decision{Submission: store.Submission{Action: store.ActionControl, Job: &j}}, nil
 	}
 	switch cmd.Verb {
-	case command.VerbRun:
+	case command.VerbRun, command.VerbFixCI:
 		j.Kind = job.KindRun
 		return Decision{Submission: store.Submission{Action: store.ActionEnqueue, Job: &j}}, nil
 	case command.VerbPlan:

@@ -5,8 +5,11 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/selfcode/selfcode/app/ghapp"
+	gh "github.com/selfcode/selfcode/app/github"
 	"github.com/selfcode/selfcode/app/job"
 	"github.com/selfcode/selfcode/app/store"
+	"github.com/selfcode/selfcode/internal/utf8cut"
 	"github.com/selfcode/selfcode/pipeline/repoconfig"
 )
 
@@ -55,4 +58,34 @@ func (x *run) ciStop(ctx context.Context, w *workspace, cfg *repoconfig.Config) 
 			t.Check, ran, cfg.Limits.CIFixAttempts), nil
 	}
 	return "", nil
+}
+
+// failingChecks is the task of `/selfcode fix-ci`: the checks other than
+// selfcode's that failed on the pull request's head, with their output
+// (untrusted, bounded). "" when none failed.
+func (x *run) failingChecks(ctx context.Context, client *gh.Client, w *workspace) (string, error) {
+	runs, err := client.CheckRunsFor(ctx, x.j.Repo.Owner, x.j.Repo.Name, w.pr.HeadSHA)
+	if err != nil {
+		return "", ghapp.MapError(err)
+	}
+	var b strings.Builder
+	for _, cr := range runs {
+		if cr.Name == CheckRunName || (cr.Conclusion != "failure" && cr.Conclusion != "timed_out") {
+			continue
+		}
+		fmt.Fprintf(&b, "The check %q %s on this pull request's head commit %.12s.\n", cr.Name, cr.Conclusion, w.pr.HeadSHA)
+		for _, part := range []string{cr.Title, cr.Summary, cr.Text} {
+			if part = strings.TrimSpace(part); part != "" {
+				b.WriteString(utf8cut.Cut(part, 4000) + "\n")
+			}
+		}
+		b.WriteString("\n")
+		if b.Len() > 16000 {
+			break
+		}
+	}
+	if b.Len() == 0 {
+		return "", nil
+	}
+	return "Make these failing checks pass without weakening them.\n\n" + b.String(), nil
 }

@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/selfcode/selfcode/app/command"
 	"github.com/selfcode/selfcode/app/errs"
 	"github.com/selfcode/selfcode/app/ghapp"
 	gh "github.com/selfcode/selfcode/app/github"
@@ -225,6 +226,19 @@ func (x *run) execute(ctx context.Context, client *gh.Client, w *workspace) (res
 	}
 	if !cfg.Enabled {
 		return res, "", true, x.skip(ctx, "selfcode is disabled for this repository (`enabled: false` in .selfcode.yml).")
+	}
+	if x.j.Trigger.Command == string(command.VerbFixCI) {
+		if !x.j.IsPR {
+			return res, "", true, x.skip(ctx, "`fix-ci` works on a pull request: comment it there.")
+		}
+		task, err := x.failingChecks(ctx, client, w)
+		if err != nil {
+			return res, "", true, err
+		}
+		if task == "" {
+			return res, "", true, x.skip(ctx, "No check has failed on the head of this pull request: nothing to fix.")
+		}
+		w.in.Instructions = strings.TrimSpace(task + "\n\n" + w.in.Instructions)
 	}
 	if x.j.Trigger.Source == job.SourceCI {
 		reason, err := x.ciStop(ctx, w, cfg)

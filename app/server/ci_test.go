@@ -8,6 +8,7 @@ import (
 
 	"github.com/selfcode/selfcode/app/job"
 	"github.com/selfcode/selfcode/internal/e2e"
+	"github.com/selfcode/selfcode/internal/fakegithub"
 	"github.com/selfcode/selfcode/internal/fixtures"
 )
 
@@ -108,5 +109,42 @@ func TestRedCIAfterAHumansPush(t *testing.T) {
 	}
 	if !found {
 		t.Fatal("no comment saying why the follow-up did not run")
+	}
+}
+
+// On a human's pull request, failing checks are fixed only when asked:
+// `/selfcode fix-ci` makes their output the task; with none failing it
+// says so and changes nothing.
+func TestFixCIOnAHumansPR(t *testing.T) {
+	t.Parallel()
+	e := e2e.Start(t, e2e.Options{})
+	head, err := e.GitHub.CommitFiles(owner, repoName, "feature", "feature work", map[string]string{"NOTES.md": "work\n"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pr, err := e.GitHub.AddPullRequest(owner, repoName, fakegithub.PullRequest{Title: "Feature", Head: "feature", Base: "main", User: "writer"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	calls := e.Scripted.Calls()
+	_, out := prComment(t, e, pr.Number, "writer", "/selfcode fix-ci", "open")
+	if j := e.Wait(out["job_id"].(string)); j.State != job.StateCanceled || e.Scripted.Calls() != calls {
+		t.Fatalf("fix-ci with nothing failing: %s, %d runs", j.State, e.Scripted.Calls()-calls)
+	}
+	e.GitHub.AddCheckRun(fakegithub.CheckRun{Owner: owner, Repo: repoName, Name: "ci/lint", HeadSHA: head, Conclusion: "failure",
+		Title: "1 problem", Summary: "greet.go:3: exported function Greet should have comment"})
+	e.GitHub.AddCheckRun(fakegithub.CheckRun{Owner: owner, Repo: repoName, Name: "ci/test", HeadSHA: head, Conclusion: "success", Title: "ok"})
+	_, out = prComment(t, e, pr.Number, "writer", "/selfcode fix-ci keep it short", "open")
+	if j := e.Wait(out["job_id"].(string)); j.State == job.StateCanceled {
+		t.Fatalf("fix-ci with a failing check: %s %q", j.State, j.Reason)
+	}
+	in := e.Scripted.Last()
+	for _, want := range []string{`"ci/lint" failure`, "should have comment", "keep it short"} {
+		if !strings.Contains(in.Instructions, want) {
+			t.Errorf("the task lacks %q:\n%s", want, in.Instructions)
+		}
+	}
+	if strings.Contains(in.Instructions, "ci/test") {
+		t.Errorf("a passing check is in the task:\n%s", in.Instructions)
 	}
 }
