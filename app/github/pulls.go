@@ -261,6 +261,16 @@ func checkRun(c *gh.CheckRun) CheckRun {
 	}
 }
 
+// BranchProtected reports whether branch has protection rules (readable
+// with contents: read, unlike the rules themselves).
+func (c *Client) BranchProtected(ctx context.Context, owner, repo, branch string) (bool, error) {
+	b, _, err := c.gh.Repositories.GetBranch(ctx, owner, repo, branch, 1)
+	if err != nil {
+		return false, classify(fmt.Sprintf("read branch %s of %s/%s", branch, owner, repo), err)
+	}
+	return b.GetProtected(), nil
+}
+
 // CheckRunsFor lists the check runs on a commit (all apps'), up to 100.
 func (c *Client) CheckRunsFor(ctx context.Context, owner, repo, sha string) ([]CheckRun, error) {
 	res, _, err := c.gh.Checks.ListCheckRunsForRef(ctx, owner, repo, sha, &gh.ListCheckRunsOptions{ListOptions: gh.ListOptions{PerPage: 100}})

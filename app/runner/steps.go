@@ -41,9 +41,12 @@ type workspace struct {
 	// (a command on a PR, or someone else's commits on selfcode's branch).
 	fastForward bool
 	pr          gh.PullRequest // the PR a command on a PR works on
-	// diverted: an unverified change for a human's pull request goes to
-	// selfcode/pr-N, proposed as a draft pull request into their branch.
+	// diverted: a change for a human's pull request that may not go to
+	// their branch (unverified, or the branch is protected) goes to
+	// selfcode/pr-N, proposed as a pull request into their branch; why
+	// says why.
 	diverted bool
+	why      string
 	// in is what the pipeline gets; the steps before execute fill it.
 	in      pipeline.Input
 	cleanup []func()
@@ -352,9 +355,19 @@ func (x *run) publish(ctx context.Context, client *gh.Client, w *workspace, res 
 		x.Stage(stage.Publish, stage.Skipped, "not verified; draft_on_failure is off")
 		return unverifiedOutcome(res.verdict), x.pub.Comment(ctx, body)
 	}
-	if x.j.IsPR && !res.verified && humansPR(w) {
-		if err := x.divert(ctx, w); err != nil {
-			return "", err
+	if x.j.IsPR && humansPR(w) {
+		why := ""
+		if !res.verified {
+			why = "The change is not verified, so it was not pushed to `" + w.pr.HeadRef + "`"
+		} else if protected, err := client.BranchProtected(ctx, x.j.Repo.Owner, x.j.Repo.Name, w.pr.HeadRef); err != nil {
+			return "", ghapp.MapError(err)
+		} else if protected {
+			why = "`" + w.pr.HeadRef + "` is a protected branch, so selfcode did not push to it"
+		}
+		if why != "" {
+			if err := x.divert(ctx, w, why); err != nil {
+				return "", err
+			}
 		}
 	}
 	if err := x.push(ctx, w); err != nil {
@@ -462,8 +475,11 @@ func (x *run) pullRequest(ctx context.Context, w *workspace, title string, verif
 			outcome = job.OutcomePROpened
 		}
 		if w.diverted {
-			note := fmt.Sprintf("The change is not verified, so it was not pushed to `%s`: it is proposed as draft pull request #%d (%s) into this branch instead.\n\n%s",
-				w.pr.HeadRef, pr.Number, pr.URL, body)
+			kind := "pull request"
+			if !verified {
+				kind = "draft pull request"
+			}
+			note := fmt.Sprintf("%s: it is proposed as %s #%d (%s) into this branch instead.\n\n%s", w.why, kind, pr.Number, pr.URL, body)
 			if err := x.pub.Report(ctx, note); err != nil {
 				return "", err
 			}
@@ -479,14 +495,15 @@ func (x *run) pullRequest(ctx context.Context, w *workspace, title string, verif
 // someone else's, not one selfcode opened.
 func humansPR(w *workspace) bool { return !strings.HasPrefix(w.pr.HeadRef, "selfcode/") }
 
-// divert sends the change to selfcode/pr-N instead of a human's branch.
-func (x *run) divert(ctx context.Context, w *workspace) error {
+// divert sends the change to selfcode/pr-N instead of a human's branch,
+// for the reason why.
+func (x *run) divert(ctx context.Context, w *workspace, why string) error {
 	branch := "selfcode/pr-" + strconv.Itoa(x.j.Issue)
 	expected, err := w.git.RemoteBranchSHA(ctx, w.repo, branch, w.token)
 	if err != nil {
 		return fmt.Errorf("read %s: %w", branch, err)
 	}
-	w.base, w.branch, w.expected, w.fastForward, w.diverted = w.pr.HeadRef, branch, expected, false, true
+	w.base, w.branch, w.expected, w.fastForward, w.diverted, w.why = w.pr.HeadRef, branch, expected, false, true, why
 	return nil
 }
 

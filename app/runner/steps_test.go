@@ -532,13 +532,15 @@ func TestWhereTheTimeWent(t *testing.T) {
 func TestPublishOnAHumansPR(t *testing.T) {
 	t.Parallel()
 	for _, tt := range []struct {
-		name    string
-		verdict verify.Verdict
-		theirs  bool // their branch gets the change
+		name      string
+		verdict   verify.Verdict
+		protected bool
+		theirs    bool // their branch gets the change
 	}{
-		{"verified", verify.Verified, true},
-		{"failed", verify.Failed, false},
-		{"unverified", verify.Unverified, false},
+		{"verified", verify.Verified, false, true},
+		{"failed", verify.Failed, false, false},
+		{"unverified", verify.Unverified, false, false},
+		{"verified, their branch protected", verify.Verified, true, false},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
@@ -550,6 +552,11 @@ func TestPublishOnAHumansPR(t *testing.T) {
 			pr, err := e.fake.AddPullRequest(owner, repoName, fakegithub.PullRequest{Title: "Their feature", Body: "Their description.", Head: "feature", Base: "main", User: "writer"})
 			if err != nil {
 				t.Fatal(err)
+			}
+			if tt.protected {
+				if err := e.fake.ProtectBranch(owner, repoName, "feature"); err != nil {
+					t.Fatal(err)
+				}
 			}
 			x, _, w, res := e.executed(e.prJob(pr.Number))
 			if _, err := x.publish(context.Background(), e.client, w, res); err != nil {
@@ -587,8 +594,11 @@ func TestPublishOnAHumansPR(t *testing.T) {
 				}
 				return
 			}
-			if len(drafts) != 1 || !drafts[0].Draft || drafts[0].Head != fmt.Sprintf("selfcode/pr-%d", pr.Number) || drafts[0].Base != "feature" {
-				t.Fatalf("want one draft selfcode/pr-%d → feature, got %+v", pr.Number, drafts)
+			if len(drafts) != 1 || drafts[0].Draft != (tt.verdict != verify.Verified) || drafts[0].Head != fmt.Sprintf("selfcode/pr-%d", pr.Number) || drafts[0].Base != "feature" {
+				t.Fatalf("want one pull request selfcode/pr-%d → feature (a draft unless verified), got %+v", pr.Number, drafts)
+			}
+			if tt.protected && !strings.Contains(report, "protected branch") {
+				t.Errorf("the comment does not say why:\n%s", report)
 			}
 			if !strings.Contains(report, fmt.Sprintf("#%d", drafts[0].Number)) {
 				t.Errorf("the comment does not link the draft:\n%s", report)

@@ -74,6 +74,28 @@ func (s *Server) getPermission(w http.ResponseWriter, _ *http.Request, p params)
 	})
 }
 
+func (s *Server) getBranch(w http.ResponseWriter, _ *http.Request, p params) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	rp, ok := s.repoForRequestLocked(w, p)
+	if !ok {
+		return
+	}
+	branch := p.str("branch")
+	sha, err := s.revParse(rp.dir, "refs/heads/"+branch)
+	if err != nil {
+		writeError(w, http.StatusNotFound, "Branch not found")
+		return
+	}
+	full := rp.owner + "/" + rp.name
+	writeJSON(w, http.StatusOK, map[string]any{
+		"name":      branch,
+		"commit":    map[string]any{"sha": sha, "url": s.api("repos/" + full + "/commits/" + sha)},
+		"protected": rp.protected[branch],
+		"_links":    map[string]any{"self": s.api("repos/" + full + "/branches/" + branch)},
+	})
+}
+
 func (s *Server) getRef(w http.ResponseWriter, _ *http.Request, p params) {
 	s.mu.Lock()
 	defer s.mu.Unlock()

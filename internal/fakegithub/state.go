@@ -31,6 +31,7 @@ type repo struct {
 	issues        map[int]*Issue
 	perms         map[string]permission
 	labels        map[string]*label
+	protected     map[string]bool // branch protection, by branch name
 }
 
 type label struct {
@@ -488,6 +489,22 @@ func sortedIssues(rp *repo) []*Issue {
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Number < out[j].Number })
 	return out
+}
+
+// ProtectBranch marks a branch protected (GET /repos/{o}/{r}/branches/{b}
+// then says so).
+func (s *Server) ProtectBranch(owner, name, branch string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	rp, err := s.repoLocked(owner, name)
+	if err != nil {
+		return err
+	}
+	if rp.protected == nil {
+		rp.protected = map[string]bool{}
+	}
+	rp.protected[branch] = true
+	return nil
 }
 
 // AddCheckRun records a check run another app (the repository's CI) made
