@@ -24,6 +24,9 @@ type Report struct {
 	MaxFixAttempts int // 0: unknown, not shown
 	Tokens         TokenUsage
 	Duration       time.Duration
+	// FailedCheck, when set, is the check (the repository's CI) whose
+	// failure this job fixes (untrusted: another app names it).
+	FailedCheck string
 	// Guidance names the repository's instructions files for agents the
 	// model was given (AGENTS.md, .github/copilot-instructions.md); paths
 	// are untrusted.

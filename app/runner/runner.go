@@ -143,7 +143,7 @@ func (r *Runner) begin(j *job.Job, rt worker.Runtime, client *gh.Client) *run {
 		x.took[stage.PartQueue] = j.StartedAt.Sub(due)
 	}
 	x.rep = templates.Report{JobID: j.ID, Repository: j.Repo.FullName(), Issue: originalIssue(j), IssueTitle: j.IssueTitle,
-		CommandWord: r.o.CommandWord, State: string(job.StateRunning)}
+		CommandWord: r.o.CommandWord, State: string(job.StateRunning), FailedCheck: j.Trigger.Check}
 	for _, name := range stageOrder {
 		if j.Kind == job.KindPlan && name != stage.Checkout && name != stage.Plan {
 			continue

@@ -72,6 +72,14 @@ func TestRedCIOnSelfcodesPR(t *testing.T) {
 	if after, _ := e.GitHub.BranchSHA(owner, repoName, branch); after == before {
 		t.Fatal("the follow-up pushed nothing to selfcode's branch")
 	}
+	if !comment("Fixing the failing check `ci/test`") {
+		t.Error("the progress comment does not say which check failed")
+	}
+	for _, p := range e.GitHub.PullRequests(owner, repoName) {
+		if p.Number == pr.Number && !strings.Contains(p.Body, "the failing check `ci/test`") {
+			t.Errorf("the pull request's report does not say which check failed:\n%s", p.Body)
+		}
+	}
 
 	// The same failure (other timings) on the fix: a comment, no job.
 	if j := run("ci/test", "--- FAIL: TestGreet (0.02s)\n    greet_test.go:12: got \"Hello\", want \"Hello, world\""); j.State != job.StateCanceled || !comment("failed again the same way") {
