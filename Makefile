@@ -51,6 +51,7 @@ fuzz:
 	$(GO) test ./app/command -run XXX -fuzz FuzzParse -fuzztime $(FUZZTIME)
 	$(GO) test ./app/intake -run XXX -fuzz FuzzRoute -fuzztime $(FUZZTIME)
 	$(GO) test ./app/intake -run XXX -fuzz FuzzLeanIssueComment -fuzztime $(FUZZTIME)
+	$(GO) test ./app/runner -run XXX -fuzz FuzzFailingStep -fuzztime $(FUZZTIME)
 	$(GO) test ./app/config -run XXX -fuzz FuzzLoadYAML -fuzztime $(FUZZTIME)
 	$(GO) test ./pipeline/repoconfig -run XXX -fuzz FuzzParse -fuzztime $(FUZZTIME)
 	$(GO) test ./pipeline/tools -run XXX -fuzz FuzzStrReplace -fuzztime $(FUZZTIME)

@@ -3,6 +3,7 @@ package github
 import (
 	"context"
 	"fmt"
+	"io"
 	"net/http"
 	"net/url"
 	"strings"
@@ -259,6 +260,36 @@ func checkRun(c *gh.CheckRun) CheckRun {
 		HTMLURL: c.GetHTMLURL(), DetailsURL: c.GetDetailsURL(), ExternalID: c.GetExternalID(),
 		Title: c.GetOutput().GetTitle(), Summary: c.GetOutput().GetSummary(), Text: c.GetOutput().GetText(),
 	}
+}
+
+// ActionsJobLog returns up to max bytes of the end of a GitHub Actions
+// job's log (GitHub answers with a redirect to a short-lived download
+// URL, which needs no credentials).
+func (c *Client) ActionsJobLog(ctx context.Context, owner, repo string, jobID int64, max int64) (string, error) {
+	u, _, err := c.gh.Actions.GetWorkflowJobLogs(ctx, owner, repo, jobID, 1)
+	if err != nil {
+		return "", classify(fmt.Sprintf("find the log of Actions job %d of %s/%s", jobID, owner, repo), err)
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
+	if err != nil {
+		return "", err
+	}
+	resp, err := (&http.Client{Timeout: time.Minute}).Do(req)
+	if err != nil {
+		return "", fmt.Errorf("download the log of Actions job %d: %w", jobID, err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return "", fmt.Errorf("download the log of Actions job %d: %s", jobID, resp.Status)
+	}
+	b, err := io.ReadAll(io.LimitReader(resp.Body, 64<<20))
+	if err != nil {
+		return "", fmt.Errorf("download the log of Actions job %d: %w", jobID, err)
+	}
+	if int64(len(b)) > max {
+		b = b[int64(len(b))-max:]
+	}
+	return string(b), nil
 }
 
 // BranchProtected reports whether branch has protection rules (readable

@@ -408,9 +408,14 @@ type checkRunEvent struct {
 		Identifier string `json:"identifier"`
 	} `json:"requested_action"`
 	CheckRun *struct {
-		Name         string `json:"name"`
-		ExternalID   string `json:"external_id"`
-		Conclusion   string `json:"conclusion"`
+		ID         int64  `json:"id"`
+		Name       string `json:"name"`
+		ExternalID string `json:"external_id"`
+		Conclusion string `json:"conclusion"`
+		App        *struct {
+			Slug string `json:"slug"`
+			Name string `json:"name"`
+		} `json:"app"`
 		HeadSHA      string `json:"head_sha"`
 		PullRequests []struct {
 			Number int `json:"number"`
@@ -520,7 +525,7 @@ func (r *Router) checkFailed(ev *checkRunEvent) (Decision, error) {
 		Kind: job.KindRun, Repo: rp, Issue: cr.PullRequests[0].Number, IsPR: true, Instructions: task,
 		InstallationID: ev.Installation.GetID(),
 		Trigger: job.Trigger{Source: job.SourceCI, Sender: ev.Sender.GetLogin(), SenderType: ev.Sender.GetType(),
-			Command: string(command.VerbRun), Check: cr.Name, HeadSHA: cr.HeadSHA,
+			Command: string(command.VerbRun), Check: cr.Name, HeadSHA: cr.HeadSHA, ActionsJobID: actionsJob(cr.ID, cr.App),
 			Signature: failureSignature(cr.Name, title+"\n"+summary+"\n"+text), ReceivedAt: r.o.Now().UTC()},
 	}
 	return Decision{Submission: store.Submission{Action: store.ActionEnqueue, Job: &j}}, nil
@@ -541,4 +546,16 @@ func failureSignature(check, output string) string {
 	}, output)
 	sum := sha256.Sum256([]byte(check + "\x00" + strings.Join(strings.Fields(norm), " ")))
 	return hex.EncodeToString(sum[:12])
+}
+
+// actionsJob is the GitHub Actions job a check run is (its id), 0 for
+// other apps' checks.
+func actionsJob(id int64, app *struct {
+	Slug string `json:"slug"`
+	Name string `json:"name"`
+}) int64 {
+	if app != nil && (app.Slug == "github-actions" || app.Name == "GitHub Actions") {
+		return id
+	}
+	return 0
 }

@@ -112,10 +112,13 @@ type Trigger struct {
 	// CI failures (SourceCI): the failing check, the commit it failed on,
 	// and the failure's signature (check name and normalised output), so
 	// that one failure is never handled twice.
-	Check      string    `json:"check,omitempty"`
-	HeadSHA    string    `json:"head_sha,omitempty"`
-	Signature  string    `json:"signature,omitempty"`
-	ReceivedAt time.Time `json:"received_at"`
+	Check     string `json:"check,omitempty"`
+	HeadSHA   string `json:"head_sha,omitempty"`
+	Signature string `json:"signature,omitempty"`
+	// ActionsJobID is the GitHub Actions job the failing check is, whose
+	// log the follow-up reads (0: another app's check).
+	ActionsJobID int64     `json:"actions_job_id,omitempty"`
+	ReceivedAt   time.Time `json:"received_at"`
 }
 
 // Repo identifies a repository on GitHub.

@@ -3,6 +3,7 @@ package runner
 import (
 	"context"
 	"fmt"
+	"regexp"
 	"strings"
 
 	"github.com/selfcode/selfcode/app/ghapp"
@@ -88,4 +89,41 @@ func (x *run) failingChecks(ctx context.Context, client *gh.Client, w *workspace
 		return "", nil
 	}
 	return "Make these failing checks pass without weakening them.\n\n" + b.String(), nil
+}
+
+// actionsLogLine matches the timestamp GitHub Actions puts before each
+// log line.
+var actionsLogLine = regexp.MustCompile(`^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z `)
+
+// failingStep cuts an Actions job log down to the step that failed: from
+// that step's start ("##[group]Run …") to its first error and a little
+// after, timestamps removed, at most max bytes (the end kept).
+func failingStep(log string, max int) string {
+	lines := strings.Split(strings.ReplaceAll(log, "\r\n", "\n"), "\n")
+	for i, l := range lines {
+		lines[i] = actionsLogLine.ReplaceAllString(l, "")
+	}
+	errAt := -1
+	for i, l := range lines {
+		if strings.Contains(l, "##[error]") {
+			errAt = i
+			break
+		}
+	}
+	if errAt < 0 {
+		errAt = len(lines) - 1
+	}
+	start := 0
+	for i := errAt; i >= 0; i-- {
+		if strings.HasPrefix(lines[i], "##[group]Run ") {
+			start = i
+			break
+		}
+	}
+	end := min(len(lines), errAt+20)
+	out := strings.TrimSpace(strings.Join(lines[start:end], "\n"))
+	if len(out) > max {
+		out = "…\n" + strings.ToValidUTF8(out[len(out)-max:], "")
+	}
+	return out
 }

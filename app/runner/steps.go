@@ -251,6 +251,15 @@ func (x *run) execute(ctx context.Context, client *gh.Client, w *workspace) (res
 		if reason != "" {
 			return res, "", true, x.skip(ctx, reason)
 		}
+		if id := x.j.Trigger.ActionsJobID; id != 0 {
+			// The failed Actions job's log, cut to the failing step, is part
+			// of the task; without it the check's own output still is.
+			if log, err := client.ActionsJobLog(ctx, x.j.Repo.Owner, x.j.Repo.Name, id, 4<<20); err != nil {
+				x.log.Warn("read the failed Actions job's log", "actions_job", id, "err", err)
+			} else if step := failingStep(log, 8000); step != "" {
+				w.in.Instructions += "\n\nThe failing step's log (GitHub Actions, trimmed):\n\n" + step
+			}
+		}
 	}
 	w.in.Config, w.in.Comments = cfg, x.comments(ctx, client)
 	out, err := x.r.o.Pipeline.Run(ctx, w.in)

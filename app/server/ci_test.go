@@ -156,3 +156,41 @@ func TestFixCIOnAHumansPR(t *testing.T) {
 		t.Errorf("a passing check is in the task:\n%s", in.Instructions)
 	}
 }
+
+// A failing GitHub Actions job's log, cut to the failing step, is part of
+// the follow-up's task.
+func TestRedCIReadsTheActionsLog(t *testing.T) {
+	t.Parallel()
+	e := e2e.Start(t, e2e.Options{})
+	_, pr := openSelfcodePR(t, e)
+	head, err := e.GitHub.BranchSHA(owner, repoName, pr.Head)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const jobID = 987654
+	e.GitHub.SetJobLog(jobID, "2026-11-25T10:00:00.0000000Z ##[group]Run go vet ./...\n"+
+		"2026-11-25T10:00:01.0000000Z greet.go:3:2: unreachable code\n"+
+		"2026-11-25T10:00:01.1000000Z ##[error]Process completed with exit code 1.\n")
+	p, err := fixtures.Payload("check_run.completed.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for k, v := range map[string]any{"check_run.id": jobID, "check_run.name": "vet", "check_run.conclusion": "failure", "check_run.head_sha": head,
+		"check_run.app.slug": "github-actions", "check_run.app.name": "GitHub Actions",
+		"check_run.check_suite.head_branch": pr.Head, "check_run.pull_requests": []any{map[string]any{"number": pr.Number}},
+		"check_run.output.title": "", "check_run.output.summary": "", "check_run.output.text": "",
+		"repository.name": repoName, "repository.full_name": owner + "/" + repoName, "repository.owner.login": owner,
+		"sender.login": "github-actions[bot]", "sender.type": "Bot", "installation.id": 1} {
+		p = fixtures.MustSet(p, k, v)
+	}
+	code, out := e.Deliver("check_run", "actions-vet", p)
+	if code != http.StatusAccepted {
+		t.Fatalf("%d %v", code, out)
+	}
+	if j := e.Wait(out["job_id"].(string)); j.State != job.StateSucceeded {
+		t.Fatalf("follow-up %s %q", j.State, j.Error)
+	}
+	if in := e.Scripted.Last(); !strings.Contains(in.Instructions, "greet.go:3:2: unreachable code") || !strings.Contains(in.Instructions, "##[group]Run go vet") {
+		t.Fatalf("the task lacks the failing step's log:\n%s", in.Instructions)
+	}
+}

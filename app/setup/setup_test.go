@@ -48,7 +48,7 @@ func TestBuildManifest(t *testing.T) {
 				t.Errorf("manifest = %v", m)
 			}
 			perms := m["default_permissions"].(map[string]any)
-			want := map[string]any{"issues": "write", "pull_requests": "write", "contents": "write", "checks": "write", "metadata": "read"}
+			want := map[string]any{"issues": "write", "pull_requests": "write", "contents": "write", "checks": "write", "actions": "read", "metadata": "read"}
 			if len(perms) != len(want) {
 				t.Errorf("permissions = %v", perms)
 			}

@@ -29,6 +29,8 @@ func (s *Server) buildRoutes() []route {
 		r(get, "repos/{owner}/{repo}/collaborators/{user}/permission", authToken, s.getPermission),
 		r(get, "repos/{owner}/{repo}/git/ref/{ref...}", authToken, s.getRef),
 		r(get, "repos/{owner}/{repo}/branches/{branch...}", authToken, s.getBranch),
+		r(get, "repos/{owner}/{repo}/actions/jobs/{id}/logs", authToken, s.getJobLogs),
+		r(get, "_job-logs/{id}", authNone, s.downloadJobLog),
 
 		r(get, "repos/{owner}/{repo}/issues/comments/{id}", authToken, s.getComment),
 		r(patch, "repos/{owner}/{repo}/issues/comments/{id}", authToken, s.updateComment),

@@ -2,6 +2,7 @@ package fakegithub
 
 import (
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"strconv"
 	"strings"
@@ -72,6 +73,35 @@ func (s *Server) getPermission(w http.ResponseWriter, _ *http.Request, p params)
 		"role_name":  perm.role,
 		"user":       s.userJSONLocked(login),
 	})
+}
+
+// getJobLogs answers as GitHub does: a redirect to a short-lived download
+// URL that needs no credentials.
+func (s *Server) getJobLogs(w http.ResponseWriter, r *http.Request, p params) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, ok := s.repoForRequestLocked(w, p); !ok {
+		return
+	}
+	id, _ := p.id("id")
+	if _, ok := s.jobLogs[id]; !ok {
+		writeError(w, http.StatusNotFound, "Not Found")
+		return
+	}
+	http.Redirect(w, r, s.api(fmt.Sprintf("_job-logs/%d", id)), http.StatusFound)
+}
+
+func (s *Server) downloadJobLog(w http.ResponseWriter, _ *http.Request, p params) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	id, _ := p.id("id")
+	text, ok := s.jobLogs[id]
+	if !ok {
+		writeError(w, http.StatusNotFound, "Not Found")
+		return
+	}
+	w.Header().Set("Content-Type", "text/plain")
+	_, _ = w.Write([]byte(text))
 }
 
 func (s *Server) getBranch(w http.ResponseWriter, _ *http.Request, p params) {

@@ -75,6 +75,7 @@ type Server struct {
 	reviewComms   map[int64]*ReviewComment
 	reactions     []*Reaction
 	checkRuns     map[int64]*CheckRun
+	jobLogs       map[int64]string // GitHub Actions job logs, by job id
 	manifestCodes map[string]ManifestApp
 	faults        []*Fault
 	requests      []Request
@@ -111,6 +112,7 @@ func New(opts Options) (*Server, error) {
 		comments:      map[int64]*Comment{},
 		reviewComms:   map[int64]*ReviewComment{},
 		checkRuns:     map[int64]*CheckRun{},
+		jobLogs:       map[int64]string{},
 		manifestCodes: map[string]ManifestApp{},
 		inFlight:      map[string]int{},
 		maxInFlight:   map[string]int{},

@@ -507,6 +507,14 @@ func (s *Server) ProtectBranch(owner, name, branch string) error {
 	return nil
 }
 
+// SetJobLog sets the log of GitHub Actions job id (GET
+// /repos/{o}/{r}/actions/jobs/{id}/logs redirects to it).
+func (s *Server) SetJobLog(id int64, log string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.jobLogs[id] = log
+}
+
 // AddCheckRun records a check run another app (the repository's CI) made
 // on a commit, and returns it with its id.
 func (s *Server) AddCheckRun(c CheckRun) CheckRun {
