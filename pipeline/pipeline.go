@@ -443,6 +443,7 @@ func (s *jobState) run(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
+		before := s.treeDigest()
 		fsum, fstop, err := s.edit(ctx, chat.RoleFixer, msgs, s.cfg.Limits.MaxSteps)
 		if err != nil {
 			return err
@@ -453,8 +454,17 @@ func (s *jobState) run(ctx context.Context) error {
 		if fstop != "" {
 			s.out.StopReason = fstop
 		}
+		if s.treeDigest() == before {
+			// The fixer changed nothing: verifying again would say the same.
+			s.stage(stage.Fix, stage.Fail, fmt.Sprintf("fix round %d changed nothing", round+1))
+			return nil
+		}
 	}
 }
+
+// treeDigest identifies the content of every file the job has touched, so
+// a fix round that changed nothing is not verified again.
+func (s *jobState) treeDigest() string { return s.digestOf(func(string) bool { return true }) }
 
 func (s *jobState) observe(cmp verify.Comparison) {
 	obs := s.p.o.Observer
@@ -677,10 +687,15 @@ func commandKind(k repoconfig.Kind) verify.CommandKind {
 
 // manifestDigest identifies the dependency manifests of the checkout as the
 // model left them, so setup runs again when they change.
-func (s *jobState) manifestDigest() string {
+func (s *jobState) manifestDigest() string { return s.digestOf(repoconfig.IsManifest) }
+
+// digestOf identifies the content of the touched files that keep selects.
+func (s *jobState) digestOf(keep func(string) bool) string {
 	h := sha256.New()
-	for _, p := range s.tools.Changed() {
-		if !repoconfig.IsManifest(p) {
+	paths := append([]string(nil), s.tools.Changed()...)
+	sort.Strings(paths)
+	for _, p := range paths {
+		if !keep(p) {
 			continue
 		}
 		b, err := os.ReadFile(filepath.Join(s.in.Dir, filepath.FromSlash(p)))

@@ -254,6 +254,24 @@ func TestGuidanceReachesTheModel(t *testing.T) {
 	}
 }
 
+// A fix round that changes nothing is not verified again: the verdict
+// stands from the round before.
+func TestFixRoundThatChangesNothing(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	sb := newEventSandbox(false)
+	sb.failAfterChange = true // the change fails its test
+	cfg, err := repoconfig.Parse([]byte("verify: [{name: test, run: \"npm test\"}]\nlimits: {max_fix_attempts: 2}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, _ := runWith(t, ctx, &gatedModel{ctx: ctx, sb: sb, noGate: true}, sb, false, cfg)
+	if out.Verdict != verify.Failed || out.FixAttempts != 1 || len(out.Verify) != 1 {
+		t.Fatalf("verdict %q after %d fix attempts and %d verification rounds; want failed, 1, 1", out.Verdict, out.FixAttempts, len(out.Verify))
+	}
+}
+
 func runWith(t *testing.T, ctx context.Context, model chat.Model, sb pipeline.Sandbox, planOnly bool, cfg ...*repoconfig.Config) (*pipeline.Output, string) {
 	t.Helper()
 	ps, err := prompts.Load(prompts.Options{})
@@ -329,6 +347,8 @@ func (m *gatedModel) Chat(ctx context.Context, req chat.Request) (chat.Response,
 		}
 		defer m.sb.once(&m.sb.plannedOnce, m.sb.planned)
 		return reply(calcPlan)
+	case chat.RoleFixer:
+		return reply("", chat.ToolCall{ID: "f1", Name: "finish", Arguments: `{"summary":"cannot fix it"}`})
 	case chat.RoleEditor:
 		m.sb.once(&m.sb.editedOnce, m.sb.edited)
 		m.mu.Lock()
@@ -361,6 +381,9 @@ type eventSandbox struct {
 	// copied in (a kept setup that breaks the change's tests); always: in
 	// a fresh one too.
 	spoiled, alwaysFails bool
+	// failAfterChange: commands fail once the change is copied in, in any
+	// sandbox.
+	failAfterChange bool
 	mu                   sync.Mutex
 	starts, closes       int
 	copiedPristine       bool
@@ -464,7 +487,7 @@ func (e *eventSession) Exec(ctx context.Context, c verify.Command) (verify.Outco
 	e.s.once(&e.s.execOnce, e.s.execStarted)
 	e.s.mu.Lock()
 	defer e.s.mu.Unlock()
-	if e.s.spoiled && (e.restored && e.changed || e.s.alwaysFails && !e.restored) {
+	if e.s.failAfterChange && e.changed || !e.s.failAfterChange && e.s.spoiled && (e.restored && e.changed || e.s.alwaysFails && !e.restored) {
 		return verify.Outcome{ExitCode: 1, Output: "FAIL"}, nil
 	}
 	return verify.Outcome{Output: "ok"}, nil
