@@ -384,16 +384,16 @@ type eventSandbox struct {
 	// failAfterChange: commands fail once the change is copied in, in any
 	// sandbox.
 	failAfterChange bool
-	mu                   sync.Mutex
-	starts, closes       int
-	copiedPristine       bool
-	editBeforeCopy       bool
-	execStarted          chan struct{} // closed at the first command
-	planned              chan struct{} // closed when the planner has answered
-	edited               chan struct{} // closed at the first editor call
-	execOnce             sync.Once
-	plannedOnce          sync.Once
-	editedOnce           sync.Once
+	mu              sync.Mutex
+	starts, closes  int
+	copiedPristine  bool
+	editBeforeCopy  bool
+	execStarted     chan struct{} // closed at the first command
+	planned         chan struct{} // closed when the planner has answered
+	edited          chan struct{} // closed at the first editor call
+	execOnce        sync.Once
+	plannedOnce     sync.Once
+	editedOnce      sync.Once
 }
 
 func newEventSandbox(holdCopy bool) *eventSandbox {
