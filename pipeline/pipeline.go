@@ -230,6 +230,11 @@ type jobState struct {
 	// guide is the repository's guidance for agents the prompts carry,
 	// read from the pristine checkout (for the plan, then for its files).
 	guide []guidance.File
+	// pendingBase is the base commit whose baseline, made with a restored
+	// setup, waits for the job's end to be kept (keepBase); spoiledSetup:
+	// the job found a kept setup that made tests fail.
+	pendingBase  string
+	spoiledSetup bool
 }
 
 // partClock adds up the time spent in each part of a job; the baseline
@@ -297,6 +302,7 @@ func (p *Pipeline) Run(ctx context.Context, in Input) (*Output, error) {
 		return nil, fmt.Errorf("edit tools: %w", err)
 	}
 	err = s.run(ctx)
+	s.keepBase()
 	out.Tokens, out.ByPhase = s.model.snapshot()
 	out.Transcript = s.trans
 	out.Duration = p.o.Now().Sub(start)
@@ -791,6 +797,7 @@ func (s *jobState) judgeSetUpAfresh(ctx context.Context, env *sandboxEnv, restor
 		return verify.Run{}, verify.Comparison{}, err
 	}
 	if len(cmp.Regressions) < len(restoredCmp.Regressions) {
+		s.spoiledSetup = true
 		s.log.Warn("the repository's kept setup made tests fail; forgetting it", "key", key)
 		if sc, ok := sess.(SetupCache); ok {
 			if err := sc.ForgetSetup(ctx, key); err != nil {

@@ -9,6 +9,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync"
 	"time"
 
@@ -82,29 +83,33 @@ func (s *jobState) ready(ctx context.Context, env *sandboxEnv, steps []repoconfi
 	env.sess, env.setup, env.restored = sess, setup, restored
 	if s.out.Base == nil {
 		var run verify.Run
+		baseRestored := restored != ""
 		if base != nil {
 			// The baseline is another commit (a pull request's base): verify
 			// it in a container of its own.
-			run, err = s.verifyElsewhere(ctx, *base)
+			run, baseRestored, err = s.verifyElsewhere(ctx, *base)
 		} else {
 			run, err = s.baseline(ctx, sess, setup, env.cmds)
 		}
 		if err != nil {
 			return env, fmt.Errorf("baseline verification: %w", err)
 		}
-		s.setBase(baseSHA, run)
+		s.setBase(baseSHA, run, baseRestored)
 	}
 	s.artifact("verify-base.json", s.out.Base)
 	return env, nil
 }
 
-func (s *jobState) verifyElsewhere(ctx context.Context, c checkout) (verify.Run, error) {
-	bs, setup, _, err := s.start(ctx, c.dir, c.steps, nil)
+// verifyElsewhere verifies checkout c in a container of its own, and says
+// whether its setup was restored from the cache.
+func (s *jobState) verifyElsewhere(ctx context.Context, c checkout) (verify.Run, bool, error) {
+	bs, setup, restored, err := s.start(ctx, c.dir, c.steps, nil)
 	if err != nil {
-		return verify.Run{}, fmt.Errorf("baseline sandbox: %w", err)
+		return verify.Run{}, false, fmt.Errorf("baseline sandbox: %w", err)
 	}
 	defer bs.Close(context.Background())
-	return s.baseline(ctx, bs, setup, c.cmds)
+	run, err := s.baseline(ctx, bs, setup, c.cmds)
+	return run, restored != "", err
 }
 
 func (s *jobState) baseline(ctx context.Context, sess Session, setup []verify.CommandResult, cmds []verify.Command) (verify.Run, error) {
@@ -112,7 +117,7 @@ func (s *jobState) baseline(ctx context.Context, sess Session, setup []verify.Co
 	return s.runCommands(ctx, sess, setup, cmds)
 }
 
-// copied waits until the pristine checkout is in the sandbox, or the
+// waitCopied waits until the pristine checkout is in the sandbox, or the
 // preparation failed before that.
 func (p *preparation) waitCopied(ctx context.Context) error {
 	select {
@@ -223,10 +228,6 @@ func (s *jobState) start(ctx context.Context, dir string, steps []repoconfig.Set
 		sess.Close(context.Background())
 		return nil, nil, "", err
 	}
-	network := false
-	for _, st := range steps {
-		network = network || st.Network
-	}
 	began := s.p.o.Now()
 	var results []verify.CommandResult
 	for _, st := range steps {
@@ -245,7 +246,7 @@ func (s *jobState) start(ctx context.Context, dir string, steps []repoconfig.Set
 			break
 		}
 	}
-	if network {
+	if needsNetwork(steps) {
 		if err := sess.DropNetwork(ctx); err != nil {
 			return fail(fmt.Errorf("drop setup network: %w", err))
 		}
@@ -264,6 +265,11 @@ func (s *jobState) start(ctx context.Context, dir string, steps []repoconfig.Set
 	return sess, results, key, nil
 }
 
+// needsNetwork reports whether a setup step may use the network.
+func needsNetwork(steps []repoconfig.SetupStep) bool {
+	return slices.ContainsFunc(steps, func(st repoconfig.SetupStep) bool { return st.Network })
+}
+
 // restoredNote begins the output of a setup step whose work was restored.
 const restoredNote = "not run: what it made for the same dependency manifests was restored from the repository's cache (setup "
 
@@ -278,13 +284,9 @@ func (s *jobState) boot(ctx context.Context, dir string, steps []repoconfig.Setu
 	if d, ok := ctx.Deadline(); ok {
 		deadline = d
 	}
-	network := false
-	for _, st := range steps {
-		network = network || st.Network
-	}
 	began := s.p.o.Now()
 	sess, err = s.p.o.Sandbox.Start(ctx, SandboxSpec{JobID: s.in.JobID, Image: s.cfg.Image, Deadline: deadline,
-		SetupNetwork: network, Cache: s.in.Repository})
+		SetupNetwork: needsNetwork(steps), Cache: s.in.Repository})
 	if err != nil {
 		return nil, false, "", fmt.Errorf("start sandbox: %w", err)
 	}
@@ -347,10 +349,30 @@ func setupKey(dir string, steps []repoconfig.SetupStep) (string, error) {
 	return hex.EncodeToString(h.Sum(nil))[:32], nil
 }
 
-func (s *jobState) setBase(sha string, base verify.Run) {
+// setBase records the baseline and keeps it in the baseline cache — at
+// once when its setup ran, or at the end of the job when its setup was
+// restored from the repository's cache (keepBase), so that a kept setup
+// found spoiled meanwhile (spoiledSetup) never leaves its baseline behind.
+func (s *jobState) setBase(sha string, base verify.Run, restored bool) {
 	s.out.Base = &base
-	if s.p.o.Baseline != nil && sha != "" {
-		if err := s.p.o.Baseline.Put(sha, s.cfg.Hash(), base); err != nil {
+	if restored {
+		s.pendingBase = sha
+		return
+	}
+	s.storeBase(sha)
+}
+
+// keepBase stores a baseline made with a restored setup unless the job
+// found that setup spoiled.
+func (s *jobState) keepBase() {
+	if s.pendingBase != "" && !s.spoiledSetup {
+		s.storeBase(s.pendingBase)
+	}
+}
+
+func (s *jobState) storeBase(sha string) {
+	if s.p.o.Baseline != nil && sha != "" && s.out.Base != nil {
+		if err := s.p.o.Baseline.Put(sha, s.cfg.Hash(), *s.out.Base); err != nil {
 			s.log.Warn("store baseline", "err", err)
 		}
 	}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -195,9 +196,10 @@ func TestRestoredSetupSuspectedBeforeBlame(t *testing.T) {
 		always    bool // the change fails with a fresh setup too
 		verdict   verify.Verdict
 		forgotten int
+		baseKept  bool
 	}{
-		{"the kept setup was spoiled", false, verify.Verified, 1},
-		{"the change breaks the tests", true, verify.Failed, 0},
+		{"the kept setup was spoiled", false, verify.Verified, 1, false},
+		{"the change breaks the tests", true, verify.Failed, 0, true},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
@@ -209,7 +211,16 @@ func TestRestoredSetupSuspectedBeforeBlame(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			out, _ := runWith(t, ctx, &gatedModel{ctx: ctx, sb: sb, noGate: true}, sb, false, cfg)
+			baselines, err := verify.NewCache(verify.CacheOptions{Dir: t.TempDir()})
+			if err != nil {
+				t.Fatal(err)
+			}
+			out, dir := runWithBaselines(t, ctx, &gatedModel{ctx: ctx, sb: sb, noGate: true}, sb, false, baselines, cfg)
+			// A baseline made with a spoiled kept setup is not kept.
+			base := strings.TrimSpace(gitOut(t, dir, "rev-parse", "HEAD"))
+			if _, kept, err := baselines.Get(base, cfg.Hash()); err != nil || kept != tt.baseKept {
+				t.Errorf("baseline kept: %v (%v), want %v", kept, err, tt.baseKept)
+			}
 			sb.mu.Lock()
 			defer sb.mu.Unlock()
 			if out.Verdict != tt.verdict {
@@ -274,11 +285,17 @@ func TestFixRoundThatChangesNothing(t *testing.T) {
 
 func runWith(t *testing.T, ctx context.Context, model chat.Model, sb pipeline.Sandbox, planOnly bool, cfg ...*repoconfig.Config) (*pipeline.Output, string) {
 	t.Helper()
+	return runWithBaselines(t, ctx, model, sb, planOnly, nil, cfg...)
+}
+
+// runWithBaselines is runWith with a baseline cache (nil: none).
+func runWithBaselines(t *testing.T, ctx context.Context, model chat.Model, sb pipeline.Sandbox, planOnly bool, baselines *verify.Cache, cfg ...*repoconfig.Config) (*pipeline.Output, string) {
+	t.Helper()
 	ps, err := prompts.Load(prompts.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, err := pipeline.New(pipeline.Options{Model: model, Prompts: ps, Sandbox: sb})
+	p, err := pipeline.New(pipeline.Options{Model: model, Prompts: ps, Sandbox: sb, Baseline: baselines})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -501,4 +518,13 @@ func (e *eventSession) Close(ctx context.Context) error {
 		e.s.closes++
 	}
 	return nil
+}
+
+func gitOut(t *testing.T, dir string, args ...string) string {
+	t.Helper()
+	out, err := exec.Command("git", append([]string{"-C", dir}, args...)...).Output()
+	if err != nil {
+		t.Fatalf("git %v: %v", args, err)
+	}
+	return string(out)
 }
