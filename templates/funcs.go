@@ -138,11 +138,17 @@ var jobIDRE = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
 
 // Marker is the hidden line that identifies a job's progress comment
 // (contract section 5).
-func Marker(jobID string) (string, error) {
+func Marker(jobID string) (string, error) { return marker("job", jobID) }
+
+// ReportMarker is the hidden marker of a job's report comment (on a pull
+// request whose description is not selfcode's).
+func ReportMarker(jobID string) (string, error) { return marker("report", jobID) }
+
+func marker(kind, jobID string) (string, error) {
 	if !jobIDRE.MatchString(jobID) {
 		return "", fmt.Errorf("job id %q cannot be put in a marker", jobID)
 	}
-	return "<!-- selfcode:job:" + jobID + " -->", nil
+	return "<!-- selfcode:" + kind + ":" + jobID + " -->", nil
 }
 
 func markerFunc(jobID string) (string, error) { return Marker(jobID) }

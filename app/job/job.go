@@ -147,6 +147,7 @@ type Stage struct {
 // what makes re-running a job update instead of duplicate.
 type Publication struct {
 	ProgressCommentID int64  `json:"progress_comment_id,omitempty"`
+	ReportCommentID   int64  `json:"report_comment_id,omitempty"` // a human's PR: the report, as selfcode's comment
 	Branch            string `json:"branch,omitempty"`
 	PRNumber          int    `json:"pr_number,omitempty"`
 	PRURL             string `json:"pr_url,omitempty"`

@@ -64,16 +64,27 @@ func (p *publisher) Progress(ctx context.Context, rep templates.Report) error {
 	if err != nil {
 		return fmt.Errorf("render progress comment: %w", err)
 	}
+	marker, err := templates.Marker(p.j.ID)
+	if err != nil {
+		return err
+	}
+	id, err := p.upsertComment(ctx, marker, p.j.Publication.ProgressCommentID, body)
+	if err != nil {
+		return err
+	}
+	return p.save(ctx, func(pub *job.Publication) { pub.ProgressCommentID = id })
+}
+
+// upsertComment edits the job's comment that begins with marker — id when
+// known, else found among the issue's comments, so that a job that crashed
+// before it saved the id finds it again — or posts body when there is none
+// (or a human deleted it). body must begin with marker. It returns the id.
+func (p *publisher) upsertComment(ctx context.Context, marker string, id int64, body string) (int64, error) {
 	o, r := p.j.Repo.Owner, p.j.Repo.Name
-	id := p.j.Publication.ProgressCommentID
 	if id == 0 {
 		comments, err := p.c.ListIssueComments(ctx, o, r, p.j.Issue)
 		if err != nil {
-			return ghapp.MapError(err)
-		}
-		marker, err := templates.Marker(p.j.ID)
-		if err != nil {
-			return err
+			return 0, ghapp.MapError(err)
 		}
 		for _, c := range comments {
 			if strings.HasPrefix(strings.TrimSpace(c.Body), marker) {
@@ -83,18 +94,19 @@ func (p *publisher) Progress(ctx context.Context, rep templates.Report) error {
 		}
 	}
 	if id != 0 {
-		if _, err := p.c.UpdateIssueComment(ctx, o, r, id, body); err == nil {
-			return p.save(ctx, func(pub *job.Publication) { pub.ProgressCommentID = id })
-		} else if !gh.IsNotFound(err) {
-			return ghapp.MapError(err)
+		_, err := p.c.UpdateIssueComment(ctx, o, r, id, body)
+		if err == nil {
+			return id, nil
 		}
-		// The comment was deleted by a human: post a new one.
+		if !gh.IsNotFound(err) {
+			return 0, ghapp.MapError(err)
+		}
 	}
 	c, err := p.c.CreateIssueComment(ctx, o, r, p.j.Issue, body)
 	if err != nil {
-		return ghapp.MapError(err)
+		return 0, ghapp.MapError(err)
 	}
-	return p.save(ctx, func(pub *job.Publication) { pub.ProgressCommentID = c.ID })
+	return c.ID, nil
 }
 
 // Comment posts a plain comment on the job's issue (plans, failure reports).
@@ -103,25 +115,18 @@ func (p *publisher) Comment(ctx context.Context, body string) error {
 	return ghapp.MapError(err)
 }
 
-// Report posts the job's report as its own comment on the issue, or
-// edits that comment in place when the job already posted it (found by a
-// hidden marker, so a retry or a crash does not post a second one).
+// Report posts the job's report as its own comment on the issue, or edits
+// that comment in place when the job already posted it.
 func (p *publisher) Report(ctx context.Context, body string) error {
-	o, r := p.j.Repo.Owner, p.j.Repo.Name
-	marker := "<!-- selfcode:report:" + p.j.ID + " -->"
-	body = marker + "\n" + body
-	comments, err := p.c.ListIssueComments(ctx, o, r, p.j.Issue)
+	marker, err := templates.ReportMarker(p.j.ID)
 	if err != nil {
-		return ghapp.MapError(err)
+		return err
 	}
-	for _, c := range comments {
-		if strings.HasPrefix(strings.TrimSpace(c.Body), marker) {
-			_, err := p.c.UpdateIssueComment(ctx, o, r, c.ID, body)
-			return ghapp.MapError(err)
-		}
+	id, err := p.upsertComment(ctx, marker, p.j.Publication.ReportCommentID, marker+"\n"+body)
+	if err != nil {
+		return err
 	}
-	_, err = p.c.CreateIssueComment(ctx, o, r, p.j.Issue, body)
-	return ghapp.MapError(err)
+	return p.save(ctx, func(pub *job.Publication) { pub.ReportCommentID = id })
 }
 
 // publishedPR is the pull request a job published.

@@ -592,6 +592,19 @@ func TestPublishOnAHumansPR(t *testing.T) {
 				if len(drafts) != 0 {
 					t.Errorf("a verified change also opened %+v", drafts)
 				}
+				// A retry's report edits the same comment.
+				if err := x.pub.Report(context.Background(), "Second report."); err != nil {
+					t.Fatal(err)
+				}
+				var reports []string
+				for _, c := range e.fake.Comments(owner, repoName, pr.Number) {
+					if strings.Contains(c.Body, "<!-- selfcode:report:") {
+						reports = append(reports, c.Body)
+					}
+				}
+				if len(reports) != 1 || !strings.Contains(reports[0], "Second report.") {
+					t.Errorf("report comments %q, want the one edited in place", reports)
+				}
 				return
 			}
 			if len(drafts) != 1 || drafts[0].Draft != (tt.verdict != verify.Verified) || drafts[0].Head != fmt.Sprintf("selfcode/pr-%d", pr.Number) || drafts[0].Base != "feature" {
