@@ -2,10 +2,12 @@ package handlers
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"strings"
 
+	units "github.com/docker/go-units"
 	"github.com/gin-gonic/gin"
 
 	"github.com/selfcode/selfcode/app/errs"
@@ -74,14 +76,11 @@ func (d *dashboard) cacheRoutes(r *gin.Engine) {
 
 // clearCaches clears one repository's caches (repo "owner/name") or all.
 func (d *dashboard) clearCaches(ctx context.Context, repo string) (int, int, error) {
-	if repo != "" {
-		owner, name, ok := strings.Cut(repo, "/")
-		if !ok || owner == "" || name == "" || strings.ContainsAny(name, "/ ") {
-			return 0, 0, errs.E(errs.KindInvalid, "repository must be owner/name, not "+fmt.Sprintf("%q", repo), nil)
-		}
-	}
 	removed, inUse, err := d.o.Caches.ClearCaches(ctx, repo)
-	if err != nil {
+	switch {
+	case errors.Is(err, sandbox.ErrInvalid):
+		return 0, 0, errs.E(errs.KindInvalid, "clear caches", err)
+	case err != nil:
 		return 0, 0, errs.E(errs.KindUnavailable, "clear caches", err)
 	}
 	d.o.Logger.Info("caches cleared from the dashboard", "repo", repo, "removed", removed, "in_use", inUse)
@@ -108,21 +107,12 @@ func (d *dashboard) caches(c *gin.Context) {
 	d.render(c, http.StatusOK, "caches.html", v)
 }
 
-// formatBytes writes n as a size people read: 1.5 GiB; "unknown" below 0.
+// formatBytes writes n as a size people read: 1.5GiB; "unknown" below 0.
 func formatBytes(n int64) string {
 	if n < 0 {
 		return "unknown"
 	}
-	const unit = 1024
-	if n < unit {
-		return fmt.Sprintf("%d B", n)
-	}
-	div, exp := int64(unit), 0
-	for m := n / unit; m >= unit; m /= unit {
-		div *= unit
-		exp++
-	}
-	return fmt.Sprintf("%.1f %ciB", float64(n)/float64(div), "KMGTPE"[exp])
+	return units.BytesSize(float64(n))
 }
 
 // shortImage is an image id as docker prints it: 12 hex digits.

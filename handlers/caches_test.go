@@ -29,6 +29,11 @@ func (f *fakeCaches) Caches(ctx context.Context) ([]sandbox.CacheInfo, error) {
 }
 
 func (f *fakeCaches) ClearCaches(ctx context.Context, repo string) (int, int, error) {
+	if repo != "" {
+		if err := sandbox.CheckRepository(repo); err != nil {
+			return 0, 0, err
+		}
+	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.cleared = append(f.cleared, repo)
@@ -72,7 +77,7 @@ func TestDashboardCaches(t *testing.T) {
 	}}
 	base := cacheServer(t, f)
 	code, _, page := get(t, base+"/caches")
-	for _, want := range []string{"octo/widgets", "1.5 GiB", "0123456789ab", "unknown", "octo/&lt;b&gt;tools&lt;/b&gt;", `action="/caches/clear"`} {
+	for _, want := range []string{"octo/widgets", "1.5GiB", "0123456789ab", "unknown", "octo/&lt;b&gt;tools&lt;/b&gt;", `action="/caches/clear"`} {
 		if code != 200 || !strings.Contains(page, want) {
 			t.Fatalf("cache page (%d) lacks %q:\n%s", code, want, page)
 		}

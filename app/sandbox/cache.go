@@ -108,6 +108,14 @@ func (m *Manager) cacheFor(ctx context.Context, repository, image string) (*cach
 		return nil, nil
 	}
 	name := cacheVolumeName(repository, img.ID)
+	m.touchCache(name)
+	if _, err := m.api.VolumeInspect(ctx, name); err == nil {
+		return &cacheMount{volume: name, dir: dir}, nil
+	} else if !errdefs.IsNotFound(err) {
+		return nil, fmt.Errorf("inspect cache volume: %w", err)
+	}
+	// The repository's first job on this image: a new cache, and its caches
+	// of other images go.
 	if _, err := m.api.VolumeCreate(ctx, volume.CreateOptions{Name: name,
 		Labels: map[string]string{LabelCache: repository, LabelCacheImage: img.ID}}); err != nil {
 		return nil, fmt.Errorf("create cache volume: %w", err)
@@ -122,7 +130,6 @@ func (m *Manager) cacheFor(ctx context.Context, repository, image string) (*cach
 			}
 		}
 	}
-	m.touchCache(name)
 	return &cacheMount{volume: name, dir: dir}, nil
 }
 
@@ -150,12 +157,19 @@ func (m *Manager) touchCache(name string) {
 
 // updateIndex changes a cache's entry in the index and saves it.
 func (m *Manager) updateIndex(name string, fn func(*cacheEntry)) {
+	m.editIndex(func(idx map[string]cacheEntry) {
+		e := idx[name]
+		fn(&e)
+		idx[name] = e
+	})
+}
+
+// editIndex loads the index, lets fn change it, and saves it.
+func (m *Manager) editIndex(fn func(map[string]cacheEntry)) {
 	m.cacheMu.Lock()
 	defer m.cacheMu.Unlock()
 	idx := m.loadIndexLocked()
-	e := idx[name]
-	fn(&e)
-	idx[name] = e
+	fn(idx)
 	m.saveIndexLocked(idx)
 }
 
@@ -267,15 +281,13 @@ func (m *Manager) EvictCaches(ctx context.Context) ([]string, error) {
 		total += max(c.Size, 0)
 		live[c.Volume] = true
 	}
-	m.cacheMu.Lock()
-	idx := m.loadIndexLocked()
-	for name := range idx {
-		if !live[name] {
-			delete(idx, name)
+	m.editIndex(func(idx map[string]cacheEntry) {
+		for name := range idx {
+			if !live[name] {
+				delete(idx, name)
+			}
 		}
-	}
-	m.saveIndexLocked(idx)
-	m.cacheMu.Unlock()
+	})
 	var removed []string
 	for _, c := range caches {
 		if total <= m.opts.Cache.MaxBytes {
@@ -303,6 +315,11 @@ func (m *Manager) EvictCaches(ctx context.Context) ([]string, error) {
 // ClearCaches removes the caches of repository ("" for all) that are not in
 // use, and returns how many were removed and how many are in use.
 func (m *Manager) ClearCaches(ctx context.Context, repository string) (removed, inUse int, err error) {
+	if repository != "" {
+		if err := CheckRepository(repository); err != nil {
+			return 0, 0, err
+		}
+	}
 	f := filters.NewArgs(filters.Arg("label", LabelCache))
 	if repository != "" {
 		f = filters.NewArgs(filters.Arg("label", LabelCache+"="+repository))
@@ -331,12 +348,18 @@ func (m *Manager) ClearCaches(ctx context.Context, repository string) (removed, 
 	return removed, inUse, nil
 }
 
+// CheckRepository refuses a repository name that is not OWNER/NAME (a
+// cache's owner, as the CLI and the dashboard name it), with ErrInvalid.
+func CheckRepository(repository string) error {
+	owner, name, ok := strings.Cut(repository, "/")
+	if !ok || owner == "" || name == "" || strings.ContainsAny(repository, " \t\r\n") || strings.Contains(name, "/") {
+		return fmt.Errorf("%w: repository %q is not OWNER/NAME", ErrInvalid, repository)
+	}
+	return nil
+}
+
 func (m *Manager) forget(volume string) {
-	m.cacheMu.Lock()
-	defer m.cacheMu.Unlock()
-	idx := m.loadIndexLocked()
-	delete(idx, volume)
-	m.saveIndexLocked(idx)
+	m.editIndex(func(idx map[string]cacheEntry) { delete(idx, volume) })
 }
 
 // evictSoon evicts in the background after a job started with a cache;

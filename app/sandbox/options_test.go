@@ -339,3 +339,17 @@ func FuzzCheckRelPath(f *testing.F) {
 		}
 	})
 }
+
+func TestCheckRepository(t *testing.T) {
+	for _, tt := range []struct {
+		repo string
+		ok   bool
+	}{
+		{"octo/widgets", true}, {"Octo-Org/widgets.js", true},
+		{"", false}, {"widgets", false}, {"/widgets", false}, {"octo/", false}, {"octo/a/b", false}, {"octo/wid gets", false}, {"octo/w\n", false},
+	} {
+		if err := CheckRepository(tt.repo); (err == nil) != tt.ok || (err != nil && !errors.Is(err, ErrInvalid)) {
+			t.Errorf("CheckRepository(%q) = %v, want ok %v", tt.repo, err, tt.ok)
+		}
+	}
+}

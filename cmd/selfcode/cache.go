@@ -70,6 +70,11 @@ func withCaches(cmd *cobra.Command, fn func(ctx context.Context, m *sandbox.Mana
 		return err
 	}
 	repo, _ := cmd.Flags().GetString("repo")
+	if repo != "" {
+		if err := sandbox.CheckRepository(repo); err != nil {
+			return &exitError{code: 2, err: err}
+		}
+	}
 	ctx, stop := signal.NotifyContext(cmd.Context(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
 	quiet := slog.New(slog.DiscardHandler)
