@@ -334,10 +334,11 @@ func TestFollowUpVerifiesAgainstThePRBase(t *testing.T) {
 		".selfcode.yml": "verify:\n  - {name: notes, run: \"! grep -q broken NOTES.md\"}\nlimits: {max_fix_attempts: 0}\n",
 	})})
 	// The PR breaks the notes check; main passes it.
-	if _, err := e.GitHub.CommitFiles(owner, repoName, "feature", "feature work", map[string]string{"NOTES.md": "broken\n"}); err != nil {
+	featureHead, err := e.GitHub.CommitFiles(owner, repoName, "feature", "feature work", map[string]string{"NOTES.md": "broken\n"})
+	if err != nil {
 		t.Fatal(err)
 	}
-	pr, err := e.GitHub.AddPullRequest(owner, repoName, fakegithub.PullRequest{Title: "Feature", Head: "feature", Base: "main", User: "writer"})
+	pr, err := e.GitHub.AddPullRequest(owner, repoName, fakegithub.PullRequest{Title: "Feature", Body: "The author's own words.", Head: "feature", Base: "main", User: "writer"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -349,6 +350,25 @@ func TestFollowUpVerifiesAgainstThePRBase(t *testing.T) {
 	base, err := e.Server.Store.Artifact(context.Background(), j.ID, "verify-base.json")
 	if err != nil || !strings.Contains(string(base), `"passed": true`) {
 		t.Fatalf("baseline should be main's passing run: %s %v", base, err)
+	}
+	// Someone else's pull request: the failing change is not on their
+	// branch, their description is theirs, and a draft into their branch
+	// holds it.
+	if head, _ := e.GitHub.BranchSHA(owner, repoName, "feature"); head != featureHead {
+		t.Errorf("the failing change was pushed to the author's branch")
+	}
+	var draft *fakegithub.PullRequest
+	for _, p := range e.GitHub.PullRequests(owner, repoName) {
+		if p.Number == pr.Number && p.Body != pr.Body {
+			t.Errorf("the author's description was replaced:\n%s", p.Body)
+		}
+		if p.Head == fmt.Sprintf("selfcode/pr-%d", pr.Number) {
+			p := p
+			draft = &p
+		}
+	}
+	if draft == nil || !draft.Draft || draft.Base != "feature" {
+		t.Errorf("no draft selfcode/pr-%d into feature: %+v", pr.Number, draft)
 	}
 }
 

@@ -155,6 +155,10 @@ func (p *proc) deliver(event, id string, body []byte) (int, map[string]any, erro
 type apiJob struct {
 	ID, State, Outcome string
 	Attempts           int
+	Time               []struct {
+		Part    string
+		Seconds float64
+	}
 }
 
 func (p *proc) allJobs(t *testing.T) []apiJob {

@@ -177,6 +177,30 @@ func TestServeHiddenRegressionFails(t *testing.T) {
 		t.Fatalf("job %+v, want outcome verification_failed\n%s", j, c.proc.logText())
 	}
 	c.published(t, "failure", true, "confused", "TestSub")
+	// Where the time went, and the repository's cache, as the server reports them.
+	parts := map[string]bool{}
+	for _, sp := range j.Time {
+		parts[sp.Part] = true
+	}
+	for _, p := range []string{"queue", "checkout", "sandbox_start", "baseline", "model", "verify", "publish"} {
+		if !parts[p] {
+			t.Errorf("the job's time lacks %s: %+v", p, j.Time)
+		}
+	}
+	resp, err := client.Get("http://" + c.proc.admin + "/api/caches")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var caches struct{ Caches []struct{ Repository string } }
+	err = json.NewDecoder(resp.Body).Decode(&caches)
+	resp.Body.Close()
+	found := false
+	for _, ci := range caches.Caches {
+		found = found || ci.Repository == ghOwner+"/"+ghRepo
+	}
+	if err != nil || resp.StatusCode != http.StatusOK || !found {
+		t.Errorf("GET /api/caches: %d %+v %v, want %s/%s listed", resp.StatusCode, caches, err, ghOwner, ghRepo)
+	}
 	// The fixer was told which test broke and how.
 	reqs := c.model.RequestsFor("fixer")
 	if len(reqs) == 0 || !strings.Contains(string(reqs[0].Raw), "TestSub") || !strings.Contains(string(reqs[0].Raw), "Sub(5, 3) = 8, want 2") {
