@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"maps"
 	"strconv"
 	"strings"
 	"sync"
@@ -105,11 +106,11 @@ type run struct {
 	start  time.Time
 	stages []templates.Stage
 	rep    templates.Report
-	// began is when each running stage started; took adds up where the
-	// time went (stages, and the pipeline's finer parts).
-	began map[stage.Name]time.Time
-	took  map[stage.Part]time.Duration
-	mu    sync.Mutex
+	// recorded are the stages as the job record has them (with their
+	// times); pipe is where the time went inside the pipeline.
+	recorded []job.Stage
+	pipe     map[stage.Part]time.Duration
+	mu       sync.Mutex
 }
 
 var stageOrder = []stage.Name{stage.Checkout, stage.Plan, stage.Edit, stage.Verify, stage.Fix, stage.Publish}
@@ -137,11 +138,7 @@ func (r *Runner) Run(ctx context.Context, j *job.Job, rt worker.Runtime) (job.Ou
 func (r *Runner) begin(j *job.Job, rt worker.Runtime, client *gh.Client) *run {
 	log := rt.Logger()
 	x := &run{r: r, j: j, rt: rt, log: log, start: r.o.Now(),
-		pub:   &publisher{c: client, j: j, tm: r.o.Templates, sv: rt, log: log},
-		began: map[stage.Name]time.Time{}, took: map[stage.Part]time.Duration{}}
-	if due := queuedSince(j); !due.IsZero() && !j.StartedAt.Before(due) {
-		x.took[stage.PartQueue] = j.StartedAt.Sub(due)
-	}
+		pub: &publisher{c: client, j: j, tm: r.o.Templates, sv: rt, log: log}}
 	x.rep = templates.Report{JobID: j.ID, Repository: j.Repo.FullName(), Issue: originalIssue(j), IssueTitle: j.IssueTitle,
 		CommandWord: r.o.CommandWord, State: string(job.StateRunning), FailedCheck: j.Trigger.Check}
 	for _, name := range stageOrder {
@@ -173,12 +170,6 @@ func originalIssue(j *job.Job) int {
 func (x *run) Stage(name stage.Name, status stage.Status, summary string) {
 	now := x.r.o.Now().UTC()
 	x.mu.Lock()
-	if status == stage.Running {
-		x.began[name] = now
-	} else if t, ok := x.began[name]; ok {
-		x.took[stage.Part(name)] += now.Sub(t)
-		delete(x.began, name)
-	}
 	found := false
 	for i := range x.stages {
 		if x.stages[i].Name == name {
@@ -194,7 +185,7 @@ func (x *run) Stage(name stage.Name, status stage.Status, summary string) {
 	if status != stage.Running {
 		finished = now
 	}
-	_, err := x.rt.Update(context.Background(), func(j *job.Job) error {
+	updated, err := x.rt.Update(context.Background(), func(j *job.Job) error {
 		for i := range j.Stages {
 			if j.Stages[i].Name == name {
 				j.Stages[i].Status, j.Stages[i].Summary, j.Stages[i].FinishedAt = status, summary, finished
@@ -208,6 +199,10 @@ func (x *run) Stage(name stage.Name, status stage.Status, summary string) {
 	})
 	if err != nil {
 		x.log.Warn("record stage", "stage", name, "err", err)
+	} else {
+		x.mu.Lock()
+		x.recorded = updated.Stages
+		x.mu.Unlock()
 	}
 	if status != stage.Running {
 		if err := x.progress(context.Background()); err != nil {
@@ -229,10 +224,27 @@ func (x *run) report() templates.Report {
 	rep := x.rep
 	rep.Stages = append([]templates.Stage(nil), x.stages...)
 	rep.Duration = x.r.o.Now().Sub(x.start)
-	for _, sp := range stage.Spans(x.took) {
+	for _, sp := range x.timesLocked(x.recorded) {
 		rep.Time = append(rep.Time, templates.TimeSpan{Part: sp.Part, Took: time.Duration(sp.Seconds * float64(time.Second))})
 	}
 	return rep
+}
+
+// timesLocked is where the job's time went: its queue wait, each ended
+// stage of stages (from its recorded start to its end) and the pipeline's
+// finer parts. Called with x.mu held.
+func (x *run) timesLocked(stages []job.Stage) []stage.Span {
+	took := map[stage.Part]time.Duration{}
+	if due := queuedSince(x.j); !due.IsZero() && !x.j.StartedAt.Before(due) {
+		took[stage.PartQueue] = x.j.StartedAt.Sub(due)
+	}
+	for _, st := range stages {
+		if !st.StartedAt.IsZero() && !st.FinishedAt.Before(st.StartedAt) && st.Status != stage.Skipped {
+			took[stage.Part(st.Name)] = st.FinishedAt.Sub(st.StartedAt)
+		}
+	}
+	maps.Copy(took, x.pipe)
+	return stage.Spans(took)
 }
 
 // queuedSince is when a job became due: created, or scheduled for later.
@@ -297,9 +309,13 @@ func (x *run) finish(outcome job.Outcome, err error) {
 			x.stages[i].Status = stage.Fail
 		}
 	}
-	spans := stage.Spans(x.took)
 	x.mu.Unlock()
-	if _, err := x.rt.Update(ctx, func(j *job.Job) error { j.Time = spans; return nil }); err != nil {
+	if _, err := x.rt.Update(ctx, func(j *job.Job) error {
+		x.mu.Lock()
+		defer x.mu.Unlock()
+		j.Time = x.timesLocked(j.Stages)
+		return nil
+	}); err != nil {
 		x.log.Warn("record where the time went", "err", err)
 	}
 	if err := x.progress(ctx); err != nil {

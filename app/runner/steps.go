@@ -268,9 +268,7 @@ func (x *run) execute(ctx context.Context, client *gh.Client, w *workspace) (res
 	}
 	x.mu.Lock()
 	report.Fill(&x.rep, out, cfg)
-	for part, d := range out.Took {
-		x.took[part] += d
-	}
+	x.pipe = out.Took
 	x.mu.Unlock()
 	if out.Tokens > 0 {
 		if _, uerr := x.rt.Update(context.Background(), func(jj *job.Job) error { jj.Tokens = out.Tokens; return nil }); uerr != nil {
