@@ -470,10 +470,10 @@ func (x *run) pullRequest(ctx context.Context, w *workspace, title string, verif
 		if _, err := x.pub.EnsurePR(ctx, w.branch, w.base, w.pr.Title, body, false); err != nil {
 			return "", err
 		}
-	default:
-		if w.diverted {
-			title = "selfcode: " + firstNonEmpty(w.pr.Title, "changes for #"+strconv.Itoa(x.j.Issue))
-		}
+	case w.diverted:
+		// A change that may not go to a human's branch: proposed into it from
+		// selfcode/pr-N, said in selfcode's comment on their PR.
+		title = "selfcode: " + firstNonEmpty(w.pr.Title, "changes for #"+strconv.Itoa(x.j.Issue))
 		pr, err := x.pub.EnsurePR(ctx, w.branch, w.base, title, body, !verified)
 		if err != nil {
 			return "", err
@@ -481,15 +481,21 @@ func (x *run) pullRequest(ctx context.Context, w *workspace, title string, verif
 		if pr.Created {
 			outcome = job.OutcomePROpened
 		}
-		if w.diverted {
-			kind := "pull request"
-			if !verified {
-				kind = "draft pull request"
-			}
-			note := fmt.Sprintf("%s: it is proposed as %s #%d (%s) into this branch instead.\n\n%s", w.why, kind, pr.Number, pr.URL, body)
-			if err := x.pub.Report(ctx, note); err != nil {
-				return "", err
-			}
+		kind := "pull request"
+		if !verified {
+			kind = "draft pull request"
+		}
+		note := fmt.Sprintf("%s: it is proposed as %s #%d (%s) into this branch instead.\n\n%s", w.why, kind, pr.Number, pr.URL, body)
+		if err := x.pub.Report(ctx, note); err != nil {
+			return "", err
+		}
+	default:
+		pr, err := x.pub.EnsurePR(ctx, w.branch, w.base, title, body, !verified)
+		if err != nil {
+			return "", err
+		}
+		if pr.Created {
+			outcome = job.OutcomePROpened
 		}
 	}
 	x.mu.Lock()

@@ -408,3 +408,22 @@ func TestCheckRunButtons(t *testing.T) {
 		t.Fatalf("after a writer's Cancel: %s %q", j.State, j.Error)
 	}
 }
+
+// On GitHub Enterprise Server in private mode (anonymous reads refused) a
+// job still resolves the bot it commits as.
+func TestPrivateModeJob(t *testing.T) {
+	t.Parallel()
+	e := e2e.Start(t, e2e.Options{GitHubOptions: e2e.GitHubOptions{PrivateMode: true}})
+	issue, err := e.GitHub.AddIssue(owner, repoName, fakegithub.Issue{Title: "Greeting", User: "writer"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, out := e.Comment(repoName, issue, "writer", "/selfcode greet")
+	if j := e.Wait(out["job_id"].(string)); j.Outcome != job.OutcomePROpened {
+		t.Fatalf("job in private mode: %s %s %q", j.State, j.Outcome, j.Error)
+	}
+	log, _ := e.GitHub.Log(owner, repoName, fmt.Sprintf("selfcode/issue-%d", issue))
+	if len(log) == 0 || log[0].AuthorEmail != e.GitHub.BotEmail() {
+		t.Fatalf("commit author %+v, want the bot %s", log, e.GitHub.BotEmail())
+	}
+}

@@ -55,13 +55,16 @@ type GitHubOptions struct {
 	// Users maps a login to its role on every repository; nil: admin-user,
 	// maint, writer and reader.
 	Users map[string]string
+	// PrivateMode refuses anonymous reads, as GitHub Enterprise Server in
+	// private mode does.
+	PrivateMode bool
 }
 
 // GitHub starts the simulated GitHub with the App installed on Owner and
 // the repositories and people asked for; it is closed when the test ends.
 func GitHub(t testing.TB, o GitHubOptions) *fakegithub.Server {
 	t.Helper()
-	fake, err := fakegithub.New(fakegithub.Options{})
+	fake, err := fakegithub.New(fakegithub.Options{PrivateMode: o.PrivateMode})
 	if err != nil {
 		t.Fatal(err)
 	}
