@@ -408,15 +408,12 @@ type checkRunEvent struct {
 		Identifier string `json:"identifier"`
 	} `json:"requested_action"`
 	CheckRun *struct {
-		ID         int64  `json:"id"`
-		Name       string `json:"name"`
-		ExternalID string `json:"external_id"`
-		Conclusion string `json:"conclusion"`
-		App        *struct {
-			Slug string `json:"slug"`
-			Name string `json:"name"`
-		} `json:"app"`
-		HeadSHA      string `json:"head_sha"`
+		ID           int64     `json:"id"`
+		Name         string    `json:"name"`
+		ExternalID   string    `json:"external_id"`
+		Conclusion   string    `json:"conclusion"`
+		App          *checkApp `json:"app"`
+		HeadSHA      string    `json:"head_sha"`
 		PullRequests []struct {
 			Number int `json:"number"`
 		} `json:"pull_requests"`
@@ -548,12 +545,15 @@ func failureSignature(check, output string) string {
 	return hex.EncodeToString(sum[:12])
 }
 
-// actionsJob is the GitHub Actions job a check run is (its id), 0 for
-// other apps' checks.
-func actionsJob(id int64, app *struct {
+// checkApp is the app that ran a check.
+type checkApp struct {
 	Slug string `json:"slug"`
 	Name string `json:"name"`
-}) int64 {
+}
+
+// actionsJob is the GitHub Actions job a check run is (its id), 0 for
+// other apps' checks.
+func actionsJob(id int64, app *checkApp) int64 {
 	if app != nil && (app.Slug == "github-actions" || app.Name == "GitHub Actions") {
 		return id
 	}
