@@ -67,7 +67,7 @@ fuzz:
 # and intake over HTTP against a minimal reference intake.
 bench:
 	GIN_MODE=release $(GO) test ./app/server -run XXX -bench SampleJob -benchtime 3x -timeout 30m
-	GIN_MODE=release $(GO) test ./app/server -run XXX -bench IntakeAgainstReference -benchtime 6000x -count 3
+	GIN_MODE=release $(GO) test ./app/server -run XXX -bench IntakeAgainstReference -benchtime 20000x -count 5
 	$(GO) test ./handlers -run XXX -bench . -benchtime 5s
 	$(GO) test ./app/sandbox -run XXX -bench . -benchtime 30x
 	$(GO) test ./pipeline -run XXX -bench PipelineOverhead -benchtime 10x

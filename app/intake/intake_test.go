@@ -1,6 +1,7 @@
 package intake
 
 import (
+	"encoding/json"
 	"reflect"
 	"testing"
 	"time"
@@ -203,7 +204,8 @@ func FuzzRoute(f *testing.F) {
 // The lean issue_comment decode decides as go-github's full decode does,
 // on every published payload and on whatever the fuzzer makes of them
 // (where the full decode accepts a payload; the lean one reads fewer
-// fields, so it may accept one whose unread parts are malformed).
+// fields, so it may accept one whose unread parts do not fit go-github's
+// types), and never accepts malformed JSON.
 func FuzzLeanIssueComment(f *testing.F) {
 	names, _ := fixtures.Payloads()
 	for _, n := range names {
@@ -216,6 +218,9 @@ func FuzzLeanIssueComment(f *testing.F) {
 	f.Fuzz(func(t *testing.T, body []byte) {
 		full, err := github.ParseWebHook("issue_comment", body)
 		if err != nil {
+			if _, lerr := decodeIssueComment(body); lerr == nil && !json.Valid(body) {
+				t.Fatalf("the lean decode accepts malformed JSON: %q", body)
+			}
 			return
 		}
 		want, werr := r.issueComment(full.(*github.IssueCommentEvent))

@@ -49,7 +49,7 @@ func BenchmarkIntakeAgainstReference(b *testing.B) {
 	}
 	b.ResetTimer()
 	var sc, rf intakeRun
-	const rounds = 3
+	const rounds = 6
 	for r := 0; r < rounds; r++ {
 		lo, hi := r*b.N/rounds, (r+1)*b.N/rounds
 		rf.add(deliverAll(b, client, ref, "ref", payloads[lo:hi], sigs[lo:hi]))

@@ -8,10 +8,9 @@ package store
 //	control       8-byte big-endian sequence                    → job id   (FIFO of control jobs: cancel/retry/status/help)
 //	leases        job id                                        → lease as JSON {owner, deadline, attempt}
 //	scheduled     8-byte big-endian unix nanos ‖ job id         → job id   (jobs waiting for a time)
-//	deliveries    X-GitHub-Delivery                             → deliveryRecord as JSON {at, job_id, result}
-//	delivery_age  8-byte big-endian unix nanos ‖ delivery id    → empty    (to prune deliveries oldest first)
-//	active        "owner/name#N" (lower case)                   → slot as JSON {current, next}
-//	last          "owner/name#N" (lower case)                   → job id of the newest pipeline job for the issue
+//	deliveries    X-GitHub-Delivery                             → deliveryRecord as JSON {at, event, job_id, result}
+//	active        "owner/name#N" (lower case)                   → slot as JSON {current, next, last}: the issue's
+//	              active job, the one waiting behind it, and its newest pipeline job
 //	artifacts     job id ‖ 0x00 ‖ name                          → bytes
 //	notices       "owner/name#N" ‖ 0x00 ‖ kind                  → 8-byte unix nanos (one-per-issue replies already sent)
 //	installations installation id (decimal)                     → installation record as JSON
@@ -27,6 +26,11 @@ package store
 //
 // A queued job that waits for a time (deferred by the daily budget) also has
 // a scheduled entry; PromoteDue returns it to the FIFO when its time comes.
+//
+// Schema 2 keeps what a delivery writes small, because intake's pace is the
+// pace of its commits (docs/benchmarks.md): schema 1's "last" bucket is the
+// slot's last field, and its "delivery_age" index is gone (old delivery ids
+// are pruned by the time in their record). Open upgrades a schema 1 file.
 var (
 	bucketJobs          = []byte("jobs")
 	bucketQueue         = []byte("queue")
@@ -34,9 +38,7 @@ var (
 	bucketLeases        = []byte("leases")
 	bucketScheduled     = []byte("scheduled")
 	bucketDeliveries    = []byte("deliveries")
-	bucketDeliveryAge   = []byte("delivery_age")
 	bucketActive        = []byte("active")
-	bucketLast          = []byte("last")
 	bucketArtifacts     = []byte("artifacts")
 	bucketNotices       = []byte("notices")
 	bucketInstallations = []byte("installations")
@@ -49,10 +51,16 @@ var (
 
 	allBuckets = [][]byte{
 		bucketJobs, bucketQueue, bucketControl, bucketLeases, bucketScheduled,
-		bucketDeliveries, bucketDeliveryAge, bucketActive, bucketLast, bucketArtifacts,
+		bucketDeliveries, bucketActive, bucketArtifacts,
 		bucketNotices, bucketInstallations, bucketConsumed, bucketCounts, bucketMeta,
 		bucketWindows, bucketReports, bucketUsage,
 	}
 )
 
-const schemaVersion = "1"
+const schemaVersion = "2"
+
+// Schema 1's buckets that schema 2 folded away (see upgradeFrom1).
+var (
+	bucketLastV1        = []byte("last")
+	bucketDeliveryAgeV1 = []byte("delivery_age")
+)

@@ -300,10 +300,8 @@ func (s *Store) Retry(ctx context.Context, id string, t job.Trigger) (*job.Job, 
 		if err := place(tx, j, true); err != nil {
 			return err
 		}
-		if err := putSlot(tx, j.Key(), slot{Current: j.ID}); err != nil {
-			return err
-		}
-		if err := tx.Bucket(bucketLast).Put([]byte(j.Key()), []byte(j.ID)); err != nil {
+		sl.Current, sl.Last = j.ID, j.ID
+		if err := putSlot(tx, j.Key(), sl); err != nil {
 			return err
 		}
 		if err := putJob(tx, j, prev); err != nil {

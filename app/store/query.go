@@ -104,12 +104,12 @@ func (s *Store) Active(ctx context.Context, key string) (*job.Job, error) {
 func (s *Store) Last(ctx context.Context, key string) (*job.Job, error) {
 	var j *job.Job
 	err := s.view(func(tx *bolt.Tx) error {
-		id := tx.Bucket(bucketLast).Get([]byte(key))
-		if id == nil {
+		id := getSlot(tx, key).Last
+		if id == "" {
 			return nil
 		}
 		var err error
-		j, err = getJob(tx, string(id))
+		j, err = getJob(tx, id)
 		return err
 	})
 	return j, err
@@ -233,35 +233,50 @@ func (s *Store) Stats(ctx context.Context) (Stats, error) {
 
 // PruneDeliveries forgets delivery ids recorded before cutoff and returns how
 // many it removed. GitHub redelivers for at most 3 days (7 on GHES); keep at
-// least 7.
+// least 7. The ids are found by reading every record's time in a read
+// transaction (an hourly scan costs less than an index written with every
+// delivery), then removed in write transactions of at most pruneBatch.
 func (s *Store) PruneDeliveries(ctx context.Context, cutoff time.Time) (int, error) {
-	n := 0
-	err := s.update(func(tx *bolt.Tx) error {
-		n = 0
-		age := tx.Bucket(bucketDeliveryAge)
-		del := tx.Bucket(bucketDeliveries)
-		c := age.Cursor()
-		limit := timeKey(cutoff, "")
-		var keys [][]byte
-		for k, _ := c.First(); k != nil && bytes.Compare(k[:8], limit) < 0; k, _ = c.Next() {
-			keys = append(keys, append([]byte(nil), k...))
-			if len(keys) >= 10000 {
-				break
+	var old [][]byte
+	err := s.view(func(tx *bolt.Tx) error {
+		old = nil
+		return tx.Bucket(bucketDeliveries).ForEach(func(k, v []byte) error {
+			var rec struct {
+				At time.Time `json:"at"`
 			}
-		}
-		for _, k := range keys {
-			if err := age.Delete(k); err != nil {
-				return err
+			if json.Unmarshal(v, &rec) == nil && rec.At.Before(cutoff) {
+				old = append(old, append([]byte(nil), k...))
 			}
-			if err := del.Delete(k[8:]); err != nil {
-				return err
-			}
-			n++
-		}
-		return nil
+			return ctxErr(ctx)
+		})
 	})
-	return n, err
+	if err != nil {
+		return 0, err
+	}
+	n := 0
+	for len(old) > 0 {
+		batch := old[:min(len(old), pruneBatch)]
+		old = old[len(batch):]
+		err := s.update(func(tx *bolt.Tx) error {
+			del := tx.Bucket(bucketDeliveries)
+			for _, k := range batch {
+				if err := del.Delete(k); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			return n, err
+		}
+		n += len(batch)
+	}
+	return n, nil
 }
+
+// pruneBatch bounds one pruning write transaction, so deliveries arriving
+// meanwhile are not held up behind a long one.
+const pruneBatch = 5000
 
 // HasDelivery reports whether a delivery id has been recorded.
 func (s *Store) HasDelivery(ctx context.Context, id string) (bool, error) {

@@ -28,6 +28,9 @@ type Options struct {
 	OpenTimeout time.Duration
 	// NoSync skips fsync; for benchmarks that isolate CPU cost only.
 	NoSync bool
+	// GroupWait is how long a group commit under load stays open for
+	// more deliveries; DefaultGroupWait when zero, none when negative.
+	GroupWait time.Duration
 }
 
 // Store is the durable job store.
@@ -85,6 +88,12 @@ func Open(opts Options) (*Store, error) {
 		now = time.Now
 	}
 	s := &Store{db: db, now: now, ids: job.NewIDs(), wake: make(chan struct{})}
+	s.commits.nudge = make(chan struct{}, 1)
+	s.commits.max = maxGroup
+	s.commits.wait = opts.GroupWait
+	if s.commits.wait == 0 {
+		s.commits.wait = DefaultGroupWait
+	}
 	if err := db.Update(func(tx *bolt.Tx) error {
 		for _, b := range allBuckets {
 			if _, err := tx.CreateBucketIfNotExists(b); err != nil {
@@ -92,7 +101,13 @@ func Open(opts Options) (*Store, error) {
 			}
 		}
 		meta := tx.Bucket(bucketMeta)
-		if v := meta.Get([]byte("schema")); v != nil && string(v) != schemaVersion {
+		switch v := meta.Get([]byte("schema")); {
+		case v == nil, string(v) == schemaVersion:
+		case string(v) == "1":
+			if err := upgradeFrom1(tx); err != nil {
+				return fmt.Errorf("upgrade store schema 1 to %s: %w", schemaVersion, err)
+			}
+		default:
 			return fmt.Errorf("store schema %s is not the supported %s", v, schemaVersion)
 		}
 		return meta.Put([]byte("schema"), []byte(schemaVersion))
@@ -246,6 +261,27 @@ func addCount(b *bolt.Bucket, st job.State, d int64) error {
 type slot struct {
 	Current string `json:"current,omitempty"` // queued, scheduled or running job
 	Next    string `json:"next,omitempty"`    // queued job waiting behind a running Current
+	Last    string `json:"last,omitempty"`    // newest pipeline job of the issue
+}
+
+// upgradeFrom1 moves schema 1's last bucket into the slots and drops its
+// delivery_age index, in Open's transaction.
+func upgradeFrom1(tx *bolt.Tx) error {
+	if b := tx.Bucket(bucketLastV1); b != nil {
+		if err := b.ForEach(func(k, v []byte) error {
+			sl := getSlot(tx, string(k))
+			sl.Last = string(v)
+			return putSlot(tx, string(k), sl)
+		}); err != nil {
+			return err
+		}
+	}
+	for _, name := range [][]byte{bucketLastV1, bucketDeliveryAgeV1} {
+		if err := tx.DeleteBucket(name); err != nil && !errors.Is(err, berrors.ErrBucketNotFound) {
+			return fmt.Errorf("drop bucket %s: %w", name, err)
+		}
+	}
+	return nil
 }
 
 func getSlot(tx *bolt.Tx, key string) slot {
@@ -258,7 +294,7 @@ func getSlot(tx *bolt.Tx, key string) slot {
 
 func putSlot(tx *bolt.Tx, key string, sl slot) error {
 	b := tx.Bucket(bucketActive)
-	if sl.Current == "" && sl.Next == "" {
+	if sl == (slot{}) {
 		return b.Delete([]byte(key))
 	}
 	data, _ := json.Marshal(sl)

@@ -44,6 +44,9 @@ type Submission struct {
 	// forgotten) in the same transaction as the delivery.
 	Installation        *Installation
 	InstallationDeleted bool
+	// Arrival, when set, is the announcement (Expect) this submission
+	// fulfils.
+	Arrival *Arrival
 }
 
 // Receipt is what Submit did.
@@ -84,7 +87,7 @@ func (s *Store) Submit(ctx context.Context, sub Submission) (Receipt, error) {
 	var rc Receipt
 	runnable := false
 	var interrupt []string
-	err := s.group(func(tx *bolt.Tx) error {
+	err := s.group(sub.Arrival, func(tx *bolt.Tx) error {
 		rc, runnable, interrupt = Receipt{}, false, nil
 		deliveries := tx.Bucket(bucketDeliveries)
 		if sub.DeliveryID != "" {
@@ -152,10 +155,7 @@ func (s *Store) Submit(ctx context.Context, sub Submission) (Receipt, error) {
 			result = "ignored: " + rc.Ignored
 		}
 		rec, _ := json.Marshal(deliveryRecord{At: now, Event: sub.Event, JobID: rc.JobID, Result: result})
-		if err := deliveries.Put([]byte(sub.DeliveryID), rec); err != nil {
-			return err
-		}
-		return tx.Bucket(bucketDeliveryAge).Put(timeKey(now, sub.DeliveryID), nil)
+		return deliveries.Put([]byte(sub.DeliveryID), rec)
 	})
 	if err != nil {
 		return Receipt{}, err
@@ -282,10 +282,8 @@ func enqueue(tx *bolt.Tx, j *job.Job, now time.Time) (Receipt, error) {
 	if err := place(tx, j, sl.Current == j.ID); err != nil {
 		return rc, err
 	}
+	sl.Last = j.ID
 	if err := putSlot(tx, key, sl); err != nil {
-		return rc, err
-	}
-	if err := tx.Bucket(bucketLast).Put([]byte(key), []byte(j.ID)); err != nil {
 		return rc, err
 	}
 	if err := putJob(tx, j, ""); err != nil {
