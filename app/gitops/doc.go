@@ -19,19 +19,26 @@
 //
 // # Why a separate clone and not git worktree
 //
-// A workspace is a local git clone --mirror --no-hardlinks of the mirror into
-// its own git dir, reconfigured as an ordinary non-bare repository whose origin
-// is the real remote URL, and checked out on a new local branch with
-// --git-dir/--work-tree. We chose this over git worktree add because:
+// A job never clones from the network: the repository's persistent mirror is
+// fetched, then the workspace is a local git clone --mirror of it into
+// its own git dir — the mirror's object files hard-linked, not copied, so it
+// costs a directory of links whatever the repository's size — reconfigured as
+// an ordinary non-bare repository whose origin is the real remote URL, and
+// checked out on a new local branch with --git-dir/--work-tree. It does what
+// git worktree add would (no second copy of the history), without its
+// drawbacks:
 //
 //   - a worktree shares refs with the mirror, and the mirror's fetch --prune
 //     (refspec +refs/*:refs/*) would delete or overwrite the job's branch, and
 //     one branch cannot be checked out in two worktrees at once (two jobs on
 //     the same PR branch, or a retry while an old workspace is still on disk);
-//   - --no-hardlinks copies the object files, so nothing done in the checkout —
-//     even by a container that mounts it and runs as root — can corrupt the
-//     shared mirror, and gc in the mirror can never pull objects from under a
-//     running job (which --reference without --dissociate could);
+//   - a hard link is the object file itself, not a pointer to the mirror's
+//     copy: when a fetch, repack or gc in the mirror drops an object (a
+//     force-pushed branch), the job's link keeps it, which alternates
+//     (--shared, --reference without --dissociate) would not. Git never
+//     writes an object file in place, and only server-side git ever opens
+//     the workspace's git dir (the sandbox gets a copy of the checkout,
+//     never a mount), so nothing a job does can alter the mirror's objects;
 //   - the git dir lives beside the checkout, not inside it, so the checkout the
 //     model edits and the sandbox mounts contains no git metadata at all: a
 //     verify command cannot plant hooks, core.fsmonitor or filter drivers in

@@ -480,3 +480,54 @@ func writeFile(t *testing.T, path, content string) {
 		t.Fatal(err)
 	}
 }
+
+// A workspace costs no copy of the history: its object files are the
+// mirror's, hard-linked. And it stands on its own: when the mirror drops
+// every object (its refs gone, pruned at once), the job still has its base
+// and commits on it.
+func TestWorkspaceSharesObjectsYetOutlivesMirrorGC(t *testing.T) {
+	remote := newFakeRemote(t)
+	h := newHarness(t)
+	remote.create(t, "acme", "widgets")
+	repo := remote.repo("acme", "widgets")
+	tok := StaticToken(testToken)
+	mirror, err := h.g.Sync(t.Context(), repo, tok)
+	if err != nil {
+		t.Fatal(err)
+	}
+	runGit(t, mirror, "repack", "-a", "-d", "-q") // one pack to compare
+	ws, err := h.g.NewWorkspace(t.Context(), WorkspaceOptions{Repo: repo, ID: "job1", Branch: "selfcode/issue-7", Base: "main", Token: tok})
+	if err != nil {
+		t.Fatal(err)
+	}
+	packs, _ := filepath.Glob(filepath.Join(mirror, "objects", "pack", "*.pack"))
+	if len(packs) != 1 {
+		t.Fatalf("mirror packs: %v", packs)
+	}
+	mine, err := os.Stat(filepath.Join(ws.GitDir, "objects", "pack", filepath.Base(packs[0])))
+	if err != nil {
+		t.Fatalf("workspace lacks the mirror's pack: %v", err)
+	}
+	theirs, _ := os.Stat(packs[0])
+	if !os.SameFile(mine, theirs) {
+		t.Fatal("the workspace copied the mirror's pack instead of linking it")
+	}
+	if _, err := os.Stat(filepath.Join(ws.GitDir, "objects", "info", "alternates")); !os.IsNotExist(err) {
+		t.Fatalf("the workspace borrows objects through alternates: %v", err)
+	}
+
+	for _, ref := range strings.Fields(gitIn(t, mirror, "for-each-ref", "--format=%(refname)")) {
+		runGit(t, mirror, "update-ref", "-d", ref)
+	}
+	runGit(t, mirror, "-c", "gc.reflogExpire=now", "-c", "gc.reflogExpireUnreachable=now", "gc", "--prune=now", "-q")
+	if left, _ := filepath.Glob(filepath.Join(mirror, "objects", "pack", "*.pack")); len(left) != 0 {
+		t.Fatalf("the mirror kept %v after gc; the test proves nothing", left)
+	}
+	if _, err := h.g.ReadFileAt(t.Context(), ws, ws.BaseSHA, "main.go"); err != nil {
+		t.Fatalf("the base is gone from the workspace with the mirror's gc: %v", err)
+	}
+	writeFile(t, filepath.Join(ws.Dir, "hello.go"), "package main\n")
+	if _, changed, err := h.g.Commit(t.Context(), ws, "Add hello"); err != nil || !changed {
+		t.Fatalf("commit after the mirror's gc: %v %v", changed, err)
+	}
+}

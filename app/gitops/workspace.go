@@ -102,9 +102,11 @@ func (g *Git) populate(ctx context.Context, ws *Workspace, o WorkspaceOptions) e
 		if err != nil {
 			return err
 		}
-		// Local clone with copied (not hard-linked) objects: fully independent.
+		// Local clone with hard-linked objects: no object is copied, and
+		// none can vanish from under the job when the mirror drops it (git
+		// copies instead where a link cannot be made).
 		_, err = g.run(ctx, call{dir: ws.root, noRepo: true, repo: full,
-			args: []string{"clone", "--mirror", "--no-hardlinks", "--quiet", "--", mirror, ws.GitDir}})
+			args: []string{"clone", "--mirror", "--quiet", "--", mirror, ws.GitDir}})
 		if err != nil {
 			return fmt.Errorf("copy mirror of %s: %w", full, err)
 		}
