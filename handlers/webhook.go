@@ -20,6 +20,10 @@ import (
 // MaxWebhookBody is GitHub's payload cap: larger deliveries are refused.
 const MaxWebhookBody = 25 << 20
 
+// presizeLimit bounds the buffer reserved from a delivery's Content-Length
+// before its signature is checked; larger bodies grow it as they arrive.
+const presizeLimit = 1 << 20
+
 // Submitter stores a delivery's effect durably. Expect announces a
 // delivery as it comes in, so the commit it joins waits for it instead of
 // syncing without it.
@@ -159,13 +163,15 @@ func (w *webhook) serve(c *gin.Context) {
 // validPayload reads the body into a buffer sized from Content-Length (a
 // growing buffer was a tenth of intake's CPU: docs/benchmarks.md) and
 // returns it when its HMAC matches; a form-encoded body is left to
-// go-github, which unwraps its payload field.
+// go-github, which unwraps its payload field. The size is believed only up
+// to presizeLimit: an unsigned request must not make intake reserve 25 MiB
+// by claiming it.
 func validPayload(r *http.Request, secret []byte) ([]byte, error) {
 	mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type"))
 	if err != nil || mt != "application/json" {
 		return github.ValidatePayload(r, secret)
 	}
-	buf := bytes.NewBuffer(make([]byte, 0, max(r.ContentLength, 0)+bytes.MinRead))
+	buf := bytes.NewBuffer(make([]byte, 0, min(max(r.ContentLength, 0), presizeLimit)+bytes.MinRead))
 	if _, err := buf.ReadFrom(r.Body); err != nil {
 		return nil, err
 	}
