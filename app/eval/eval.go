@@ -153,13 +153,9 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	if o.Model == nil || o.Pipeline == nil {
 		return nil, errors.New("eval needs a model and a pipeline")
 	}
-	top, err := gitLine(ctx, o.RepoDir, "rev-parse", "--show-toplevel")
+	top, head, err := Repository(ctx, o.RepoDir)
 	if err != nil {
-		return nil, errs.E(errs.KindInvalid, fmt.Sprintf("--repo %s is not a git checkout", o.RepoDir), err)
-	}
-	head, err := gitLine(ctx, top, "rev-parse", "--verify", "HEAD^{commit}")
-	if err != nil {
-		return nil, errs.E(errs.KindInvalid, fmt.Sprintf("%s has no commit yet", top), err)
+		return nil, err
 	}
 	cands, err := Candidates(ctx, top, o.Limit)
 	if err != nil {
@@ -231,6 +227,21 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	}
 	rep.Summary = summarize(rep.Tasks, o.Pricer != nil)
 	return rep, ctx.Err()
+}
+
+// Repository returns the top folder of the git checkout at dir and its
+// HEAD commit; an errs.KindInvalid error when dir is not a checkout with
+// a commit.
+func Repository(ctx context.Context, dir string) (top, head string, err error) {
+	top, err = gitLine(ctx, dir, "rev-parse", "--show-toplevel")
+	if err != nil || top == "" {
+		return "", "", errs.E(errs.KindInvalid, fmt.Sprintf("--repo %s is not a git checkout", dir), err)
+	}
+	head, err = gitLine(ctx, top, "rev-parse", "--verify", "HEAD^{commit}")
+	if err != nil {
+		return "", "", errs.E(errs.KindInvalid, fmt.Sprintf("%s has no commit yet", top), err)
+	}
+	return top, head, nil
 }
 
 // evaluator runs tasks.

@@ -182,7 +182,7 @@ func dollars(c *float64) string {
 func (e *evaluator) header(n, kept int) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	fmt.Fprintf(e.o.Progress, "eval: %d commit(s) of %s change source and tests together (limit %d)", n, e.top, e.o.Limit)
+	fmt.Fprintf(e.o.Progress, "eval: %d task(s): the newest commits of %s that change source and test files together (limit %d)", n, e.top, e.o.Limit)
 	if kept > 0 {
 		fmt.Fprintf(e.o.Progress, "; %d finished in an earlier run and are kept (--fresh runs them again)", kept)
 	}
