@@ -300,7 +300,7 @@ func (e *evaluator) task(ctx context.Context, c Candidate) Task {
 	if why := envError(base, withTests); why != "" {
 		return end(StatusEnvError, why)
 	}
-	if len(verify.Compare(base, withTests).Regressions) == 0 {
+	if !testsFailOnBase(base, withTests) {
 		return end(StatusSkipped, "the held-back tests do not fail on the base: nothing to fix")
 	}
 
@@ -418,6 +418,22 @@ func envError(base, withTests verify.Run) string {
 		}
 	}
 	return ""
+}
+
+// testsFailOnBase reports whether applying the held-back tests makes
+// something fail on the base that did not — by the truth rule's own
+// comparison: a test, a suite that no longer builds, a command that no
+// longer finishes. A new compiler or vet complaint alone is not a failing
+// test: such a task would have nothing a fix could make pass.
+func testsFailOnBase(base, withTests verify.Run) bool {
+	for _, c := range verify.Compare(base, withTests).Commands {
+		for _, f := range c.Regressions {
+			if f.Kind != verify.KindDiagnostic {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // retryable reports a pipeline error that was not the pipeline's or the

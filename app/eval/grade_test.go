@@ -101,3 +101,31 @@ func names(labels []string) []string {
 	}
 	return out
 }
+
+// A task is skipped when its held-back tests do not fail on the base.
+func TestTestsFailOnBase(t *testing.T) {
+	t.Parallel()
+	vet := func(passed bool) verify.CommandResult {
+		c := verify.CommandResult{Name: "vet", Kind: verify.BuildCommand, Passed: passed, ExitCode: 1}
+		if !passed {
+			c.Diagnostics = []verify.Diagnostic{{File: "calc_test.go", Line: 3, Message: "unusedresult"}}
+		}
+		return c
+	}
+	cases := []struct {
+		name            string
+		base, withTests verify.Run
+		fail            bool
+	}{
+		{"a new test fails", run(tests("test", "TestOld")), run(tests("test", "TestOld", "!TestNew")), true},
+		{"the tests do not build", run(tests("test", "TestOld")), run(tests("test", "#"+pkg)), true},
+		{"the new test passes already", run(tests("test", "TestOld")), run(tests("test", "TestOld", "TestNew")), false},
+		{"it fails there already", run(tests("test", "!TestOld")), run(tests("test", "!TestOld")), false},
+		{"only vet complains", run(vet(true), tests("test", "TestOld")), run(vet(false), tests("test", "TestOld", "TestNew")), false},
+	}
+	for _, tc := range cases {
+		if got := testsFailOnBase(tc.base, tc.withTests); got != tc.fail {
+			t.Errorf("%s: %v, want %v", tc.name, got, tc.fail)
+		}
+	}
+}
