@@ -126,6 +126,16 @@ func messagesText(req fakeopenai.Request) string {
 	return b.String()
 }
 
+// issues is an IssueSource of fixed issues.
+type issues map[int]Issue
+
+func (is issues) Issue(ctx context.Context, n int) (Issue, error) {
+	if i, ok := is[n]; ok {
+		return i, nil
+	}
+	return Issue{}, fmt.Errorf("issue %d: not found", n)
+}
+
 func hasToolResult(req fakeopenai.Request) bool {
 	return slices.ContainsFunc(req.Body.Messages, func(m fakeopenai.Message) bool { return m.Role == "tool" })
 }
@@ -247,7 +257,8 @@ var testFunc = regexp.MustCompile(`^func (Test\w+)\(`)
 func TestReplayedFixesAreAllResolvedAndVerified(t *testing.T) {
 	h := newHarness(t)
 	mdl := replayer(t, h.repo)
-	rep, progress := h.run(mdl, nil)
+	issue := Issue{Number: 1, Title: "Adding a negative number does nothing", Body: "Add(7, -2) gives 7 instead of 5."}
+	rep, progress := h.run(mdl, func(o *Options) { o.Issues = issues{1: issue} })
 	want := []string{
 		short(commitMul) + " resolved verified",
 		commitReverse + " resolved verified",
@@ -320,6 +331,13 @@ func TestReplayedFixesAreAllResolvedAndVerified(t *testing.T) {
 		if checked == 0 {
 			t.Errorf("%s: no held-back line to look for", short(tk.Commit))
 		}
+		// The issue the commit says it fixes is part of its task.
+		if short(tk.Commit) == commitAdd {
+			if !strings.Contains(asked.String(), "Linked issue #1: "+issue.Title+"\n\n"+issue.Body) ||
+				len(tk.LinkedIssues) != 1 || !tk.LinkedIssues[0].Included {
+				t.Errorf("the linked issue is not in the task: %+v", tk.LinkedIssues)
+			}
+		}
 	}
 
 	var table, js bytes.Buffer
@@ -330,7 +348,7 @@ func TestReplayedFixesAreAllResolvedAndVerified(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, w := range []string{"COMMIT", "Resolved 3 of 3 graded task(s) (100 %); 1 skipped", "agreed with the grade on 3 of 3 (100 %)",
-		"cost unknown", "Linked issues: not read: no GitHub remote", short(commitMul) + "  yes"} {
+		"cost unknown", "Linked issues: read", short(commitMul) + "  yes"} {
 		if !strings.Contains(table.String(), w) {
 			t.Errorf("the table lacks %q:\n%s", w, table.String())
 		}
