@@ -1,6 +1,7 @@
 package eval
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -169,42 +170,62 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 		o.Repository = filepath.Base(top)
 	}
 	e := &evaluator{o: o, top: top, checker: checker, store: store{dir: o.StoreDir}, total: len(cands)}
-	rep := &Report{Repository: top, Head: head, Models: map[string]string{}, Tasks: make([]Task, len(cands))}
+	rep := &Report{Repository: top, Head: head, Models: map[string]string{}, LinkedIssues: "read through the repository's GitHub remote"}
 	for r, m := range o.Models {
 		rep.Models[string(r)] = m
 	}
-	rep.LinkedIssues = "read from GitHub"
 	if o.Issues == nil {
-		rep.LinkedIssues = "not read: " + o.IssuesNote + "; each task is its commit message only"
+		rep.LinkedIssues = "not read: " + cmp.Or(o.IssuesNote, "no issue source") + "; each task is its commit message only"
 	}
 	var todo []int
+	rep.Tasks, todo = e.resume(cands)
+	e.header(len(cands), len(cands)-len(todo))
+	e.runAll(ctx, cands, todo, rep.Tasks)
+	for i := range rep.Tasks {
+		rep.Tasks[i].CostUSD = cost(o.Pricer, rep.Tasks[i].Usage)
+	}
+	rep.Summary = summarize(rep.Tasks, o.Pricer != nil)
+	return rep, ctx.Err()
+}
+
+// resume returns a task per candidate — kept from an earlier run unless
+// Fresh, otherwise an error until it runs — and the candidates to run.
+func (e *evaluator) resume(cands []Candidate) ([]Task, []int) {
+	tasks := make([]Task, len(cands))
+	var todo []int
 	for i, c := range cands {
-		rep.Tasks[i] = Task{Commit: c.Commit, Base: c.Base, HeldBack: paths(c.Tests), Status: StatusError,
+		tasks[i] = Task{Commit: c.Commit, Base: c.Base, HeldBack: paths(c.Tests), Status: StatusError,
 			Reason: "not run: the evaluation was interrupted"}
-		if !o.Fresh {
+		if !e.o.Fresh {
 			if t, ok, err := e.store.load(e.key(c)); err != nil {
-				o.Logger.Warn("eval: read a kept result", "commit", c.Commit, "err", err)
+				e.o.Logger.Warn("eval: read a kept result", "commit", c.Commit, "err", err)
 			} else if ok {
 				t.Resumed = true
-				rep.Tasks[i] = t
+				tasks[i] = t
 				continue
 			}
 		}
 		todo = append(todo, i)
 	}
-	e.header(len(cands), len(cands)-len(todo))
+	return tasks, todo
+}
+
+// runAll runs the candidates todo names, Workers at once, into tasks,
+// keeping each that finished as it does; it stops handing out work when
+// ctx ends.
+func (e *evaluator) runAll(ctx context.Context, cands []Candidate, todo []int, tasks []Task) {
 	jobs := make(chan int)
 	var wg sync.WaitGroup
-	for range min(o.Workers, max(len(todo), 1)) {
+	for range min(e.o.Workers, max(len(todo), 1)) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			for i := range jobs {
 				t := e.run(ctx, cands[i])
-				rep.Tasks[i] = t
+				tasks[i] = t
 				if ctx.Err() == nil && kept(t.Status) {
 					if err := e.store.save(e.key(cands[i]), t); err != nil {
-						o.Logger.Warn("eval: keep a result", "commit", t.Commit, "err", err)
+						e.o.Logger.Warn("eval: keep a result", "commit", t.Commit, "err", err)
 					}
 				}
 				e.finished(t)
@@ -212,21 +233,16 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 		}()
 	}
 	for _, i := range todo {
-		if ctx.Err() != nil {
-			break
-		}
 		select {
 		case jobs <- i:
 		case <-ctx.Done():
 		}
+		if ctx.Err() != nil {
+			break
+		}
 	}
 	close(jobs)
 	wg.Wait()
-	for i := range rep.Tasks {
-		rep.Tasks[i].CostUSD = cost(o.Pricer, rep.Tasks[i].Usage)
-	}
-	rep.Summary = summarize(rep.Tasks, o.Pricer != nil)
-	return rep, ctx.Err()
 }
 
 // Repository returns the top folder of the git checkout at dir and its
