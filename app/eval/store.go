@@ -11,6 +11,8 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+
+	"github.com/selfcode/selfcode/internal/atomicfile"
 )
 
 // storeVersion changes when the stored task or the grading does: results
@@ -85,19 +87,7 @@ func (s store) save(key string, t Task) error {
 	if err != nil {
 		return err
 	}
-	tmp, err := os.CreateTemp(s.dir, ".tmp-*")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(tmp.Name())
-	if _, err := tmp.Write(b); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		return err
-	}
-	return os.Rename(tmp.Name(), s.path(key))
+	return atomicfile.Write(s.path(key), b)
 }
 
 // kept reports whether a task of this status is kept: a grade or a skip
