@@ -203,6 +203,21 @@ func (f *Factory) Installation(ctx context.Context, id int64) (*Client, error) {
 // installationTransport authenticates as one installation. If GitHub answers 401
 // although ghinstallation still considers its token valid (revoked, or the clocks
 // disagree), it starts over with a new token and repeats the request once.
+// RepoInstallation returns the client of the installation that can reach
+// owner/repo (GET /repos/{owner}/{repo}/installation with the App's JWT):
+// for reading a repository known only by its name, such as a local
+// checkout's GitHub remote.
+func (f *Factory) RepoInstallation(ctx context.Context, owner, repo string) (*Client, error) {
+	if f.app == nil {
+		return nil, errNoCredentials
+	}
+	inst, _, err := f.app.Apps.FindRepositoryInstallation(ctx, owner, repo)
+	if err != nil {
+		return nil, classify(fmt.Sprintf("find the installation of %s/%s", owner, repo), err)
+	}
+	return f.Installation(ctx, inst.GetID())
+}
+
 type installationTransport struct {
 	factory *Factory
 	id      int64

@@ -724,3 +724,37 @@ func TestFromLevel(t *testing.T) {
 		}
 	}
 }
+
+// A repository known only by name is read through the installation that
+// reaches it; one the App is not installed on is not found, typed.
+func TestRepoInstallation(t *testing.T) {
+	e := setup(t, fakegithub.Options{}, nil)
+	n, err := e.fake.AddIssue("octo", "hello", fakegithub.Issue{Title: "Add drops the carry", Body: "2+2 is 3"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := e.factory.RepoInstallation(ctxT(t), "octo", "hello")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.InstallationID() != instID {
+		t.Fatalf("installation %d, want %d", c.InstallationID(), instID)
+	}
+	is, err := c.Issue(ctxT(t), "octo", "hello", n)
+	if err != nil || is.Title != "Add drops the carry" || is.Body != "2+2 is 3" {
+		t.Fatalf("issue %+v, %v", is, err)
+	}
+	if err := e.fake.AddRepo("stranger", "other", fakegithub.RepoOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.factory.RepoInstallation(ctxT(t), "stranger", "other"); !IsNotFound(err) {
+		t.Fatalf("a repository the App is not installed on: %v, want not found", err)
+	}
+	noApp, err := New(Options{BaseURL: e.fake.URL()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := noApp.RepoInstallation(ctxT(t), "octo", "hello"); !errors.Is(err, errNoCredentials) {
+		t.Fatalf("without credentials: %v", err)
+	}
+}

@@ -169,6 +169,18 @@ func (g *Git) run(ctx context.Context, c call) (result, error) {
 	return res, nil
 }
 
+// Command is a git command hardened as this package's own calls are (no
+// hooks, no fsmonitor, no credential helper, no system or user git
+// config, no prompt), run in dir; for code outside this package that reads
+// a local repository (selfcode eval).
+func Command(ctx context.Context, dir string, args ...string) *exec.Cmd {
+	cmd := exec.CommandContext(ctx, "git", append(append([]string(nil), hardening...), args...)...)
+	cmd.Dir = dir
+	cmd.Env = baseEnv()
+	cmd.WaitDelay = 5 * time.Second
+	return cmd
+}
+
 func firstArg(args []string) string {
 	if len(args) == 0 {
 		return ""

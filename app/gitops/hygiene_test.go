@@ -2,6 +2,8 @@ package gitops
 
 import (
 	"bytes"
+	"context"
+	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -111,5 +113,38 @@ func TestTokenNeverLeaks(t *testing.T) {
 	leftovers, _ := filepath.Glob(filepath.Join(tmp, "selfcode-*"))
 	if len(leftovers) != 0 {
 		t.Errorf("temporary directories left behind: %v", leftovers)
+	}
+}
+
+// Command runs git with the package's hardening: a repository's hooks and
+// the user's git config do not run or apply.
+func TestCommandIgnoresHooksAndUserConfig(t *testing.T) {
+	dir := t.TempDir()
+	marker := filepath.Join(t.TempDir(), "hook-ran")
+	home := t.TempDir()
+	os.WriteFile(filepath.Join(home, ".gitconfig"), []byte("[alias]\n\tci = !touch "+marker+"\n"), 0o644)
+	t.Setenv("HOME", home)
+	run := func(args ...string) error {
+		out, err := Command(context.Background(), dir, args...).CombinedOutput()
+		if err != nil {
+			return fmt.Errorf("git %v: %w\n%s", args, err, out)
+		}
+		return nil
+	}
+	if err := run("init", "-q"); err != nil {
+		t.Fatal(err)
+	}
+	hook := filepath.Join(dir, ".git", "hooks", "pre-commit")
+	if err := os.WriteFile(hook, []byte("#!/bin/sh\ntouch "+marker+"\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := run("-c", "user.name=t", "-c", "user.email=t@x", "commit", "-q", "--allow-empty", "-m", "x"); err != nil {
+		t.Fatal(err)
+	}
+	if run("ci") == nil {
+		t.Error("the user's git config applied: alias ci ran")
+	}
+	if _, err := os.Stat(marker); err == nil {
+		t.Fatal("a hook or an alias from outside ran on the host")
 	}
 }

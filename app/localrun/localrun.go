@@ -3,7 +3,9 @@ package localrun
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"os"
 	"os/exec"
@@ -78,17 +80,13 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	if _, err := git(ctx, src, "checkout", "--quiet", "-b", branch, baseSHA); err != nil {
 		return nil, fmt.Errorf("check out %s: %w", baseSHA, err)
 	}
-	cfg := repoconfig.Default()
-	if b, err := os.ReadFile(filepath.Join(src, ".selfcode.yml")); err == nil {
-		if cfg, err = repoconfig.Parse(b); err != nil {
-			return nil, errs.E(errs.KindInvalid, ".selfcode.yml is invalid", err)
-		}
+	cfg, err := ReadConfig(src)
+	if err != nil {
+		return nil, err
 	}
 	title := firstLine(o.Task)
-	out, runErr := o.Pipeline.Run(ctx, pipeline.Input{
-		JobID: id, Repository: filepath.Base(top), IssueTitle: title, IssueBody: o.Task, Instructions: o.Task,
-		Dir: src, BaseSHA: baseSHA, Config: cfg, Progress: logProgress{o.Logger},
-	})
+	out, runErr := o.Pipeline.Run(ctx, Input(Job{ID: id, Repository: filepath.Base(top), Task: o.Task, Dir: src, BaseSHA: baseSHA,
+		Config: cfg, Logger: o.Logger}))
 	if out == nil {
 		return nil, runErr
 	}
@@ -127,6 +125,45 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	}
 	res.Report = body
 	return res, runErr
+}
+
+// ReadConfig reads the checkout's .selfcode.yml (its defaults when there is
+// none), as a local run does.
+func ReadConfig(dir string) (*repoconfig.Config, error) {
+	b, err := os.ReadFile(filepath.Join(dir, ".selfcode.yml"))
+	if errors.Is(err, fs.ErrNotExist) {
+		return repoconfig.Default(), nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read .selfcode.yml: %w", err)
+	}
+	cfg, err := repoconfig.Parse(b)
+	if err != nil {
+		return nil, errs.E(errs.KindInvalid, ".selfcode.yml is invalid", err)
+	}
+	return cfg, nil
+}
+
+// Job is one local pipeline run: a task on a checkout at its base commit.
+type Job struct {
+	ID         string
+	Repository string // names the repository's warm sandbox caches
+	Task       string
+	Dir        string
+	BaseSHA    string
+	Config     *repoconfig.Config
+	Logger     *slog.Logger // stage progress; nil: slog.Default()
+}
+
+// Input is the pipeline input of a local run: the task is the issue's
+// title (its first line), body and instructions, with no GitHub issue.
+func Input(j Job) pipeline.Input {
+	log := j.Logger
+	if log == nil {
+		log = slog.Default()
+	}
+	return pipeline.Input{JobID: j.ID, Repository: j.Repository, IssueTitle: firstLine(j.Task), IssueBody: j.Task,
+		Instructions: j.Task, Dir: j.Dir, BaseSHA: j.BaseSHA, Config: j.Config, Progress: logProgress{log}}
 }
 
 func changedFiles(ctx context.Context, dir, base string) []templates.FileChange {

@@ -115,7 +115,10 @@ func writeTree(w io.Writer, dir string, uid, gid int, includeGit bool) error {
 			return err
 		}
 		if rel == ".git" && !includeGit {
-			return fs.SkipDir
+			if d.IsDir() {
+				return fs.SkipDir
+			}
+			return nil // a worktree's or submodule's .git file: SkipDir would skip the rest of the tree
 		}
 		return t.add(rel)
 	})

@@ -80,6 +80,21 @@ func TestWriteTree(t *testing.T) {
 		if got := names(es); !slices.Equal(got, tc.want) {
 			t.Errorf("includeGit=%v: entries %v, want %v", tc.includeGit, got, tc.want)
 		}
+		if tc.includeGit {
+			continue
+		}
+		// A worktree's checkout has a .git file, not a folder: the files
+		// after it are copied all the same.
+		wt := t.TempDir()
+		writeFile(t, filepath.Join(wt, ".git"), "gitdir: /elsewhere/.git/worktrees/wt")
+		writeFile(t, filepath.Join(wt, "go.mod"), "module x")
+		buf.Reset()
+		if err := writeTree(&buf, wt, 10001, 10002, false); err != nil {
+			t.Fatal(err)
+		}
+		if got := names(readTar(t, buf.Bytes())); !slices.Equal(got, []string{"./", "go.mod"}) {
+			t.Errorf("a worktree's tree: entries %v, want ./ and go.mod", got)
+		}
 		for _, e := range es {
 			if e.uid != 10001 || e.gid != 10002 {
 				t.Errorf("%s owned by %d:%d", e.name, e.uid, e.gid)

@@ -8,6 +8,8 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+
+	"github.com/selfcode/selfcode/internal/atomicfile"
 )
 
 // cacheVersion changes when the stored format does.
@@ -108,24 +110,8 @@ func (c *Cache) Put(sha, configHash string, run Run) error {
 	if err != nil {
 		return fmt.Errorf("encode baseline cache entry: %w", err)
 	}
-	tmp, err := os.CreateTemp(c.dir, ".tmp-*")
-	if err != nil {
-		return fmt.Errorf("create baseline cache temp file: %w", err)
-	}
-	defer os.Remove(tmp.Name()) // no-op after a successful rename
-	if _, err := tmp.Write(data); err != nil {
-		tmp.Close()
-		return fmt.Errorf("write baseline cache entry: %w", err)
-	}
-	if err := tmp.Sync(); err != nil {
-		tmp.Close()
-		return fmt.Errorf("sync baseline cache entry: %w", err)
-	}
-	if err := tmp.Close(); err != nil {
-		return fmt.Errorf("close baseline cache entry: %w", err)
-	}
-	if err := os.Rename(tmp.Name(), p); err != nil {
-		return fmt.Errorf("install baseline cache entry: %w", err)
+	if err := atomicfile.Write(p, data); err != nil {
+		return fmt.Errorf("baseline cache entry: %w", err)
 	}
 	return nil
 }
