@@ -68,6 +68,12 @@ func (t *Table) Lookup(model string) (Price, bool) {
 	return Price{}, false
 }
 
+// Has reports whether model has a price (Lookup finds one).
+func (t *Table) Has(model string) bool {
+	_, ok := t.Lookup(model)
+	return ok
+}
+
 // Cost is what u cost in dollars at the price of the first of models the
 // table knows (the model the call asked for, then the one that answered).
 // ok is false when none has a price, or when the usage does not say how
