@@ -20,6 +20,7 @@ import (
 	"github.com/selfcode/selfcode/app/job"
 	"github.com/selfcode/selfcode/app/overnight"
 	"github.com/selfcode/selfcode/app/runner"
+	"github.com/selfcode/selfcode/app/store"
 	"github.com/selfcode/selfcode/internal/e2e"
 	"github.com/selfcode/selfcode/internal/fakeopenai"
 )
@@ -392,7 +393,7 @@ func TestDailyBudgetDefersWithOneComment(t *testing.T) {
 	eng := newEngine()
 	h := newHarness(t, eng, []string{"SELFCODE_DAILY_TOKEN_BUDGET=1000"}, nil)
 	ctx := context.Background()
-	if _, err := h.Server.Store.AddUsage(ctx, 1, t0.Format(time.DateOnly), 1000); err != nil {
+	if _, err := h.Server.Store.AddUsage(ctx, 1, t0.Format(time.DateOnly), store.DayUsage{Tokens: 1000}); err != nil {
 		t.Fatal(err)
 	}
 	b1 := h.Issue("beta", "Now please")

@@ -170,7 +170,7 @@ func Pipeline(o PipelineOptions) (*pipeline.Pipeline, error) {
 	if err != nil {
 		return nil, err
 	}
-	po := pipeline.Options{Model: model, Prompts: ps, Baseline: cache, Logger: log}
+	po := pipeline.Options{Model: model, Prompts: ps, Baseline: cache, Logger: log, Prices: o.Config.Prices()}
 	if o.Sandbox != nil {
 		po.Sandbox = sandbox.Backend{Manager: o.Sandbox}
 	}

@@ -11,6 +11,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/selfcode/selfcode/app/budget"
 	"github.com/selfcode/selfcode/app/config"
 	gh "github.com/selfcode/selfcode/app/github"
 	"github.com/selfcode/selfcode/app/intake"
@@ -63,6 +64,7 @@ type Server struct {
 	enabled atomic.Bool // the kill switch, changeable at run time
 
 	model   chat.Model            // the one model client
+	budget  *budget.Budget        // the daily budgets (built after the parts; jobs use it once running)
 	ready   []handlers.ReadyCheck // beside the store's
 	caches  handlers.CacheAdmin   // the sandbox manager's caches, for the dashboard (nil: none)
 	closers []func() error        // run after the store closes (the sandbox manager)

@@ -78,7 +78,7 @@ func (s *Store) Lease(ctx context.Context, lane Lane, owner string, ttl time.Dur
 			j.Attempts++
 			j.StartedAt, j.UpdatedAt = now, now
 			j.FinishedAt = time.Time{}
-			j.Tokens = 0 // tokens count this run (the daily budget adds each run's)
+			j.Tokens, j.Usage = 0, nil // tokens and cost count this run
 			l, _ := json.Marshal(lease{Owner: owner, Deadline: now.Add(ttl), Attempt: j.Attempts})
 			if err := tx.Bucket(bucketLeases).Put([]byte(j.ID), l); err != nil {
 				return err
