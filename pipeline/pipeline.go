@@ -202,9 +202,9 @@ type Output struct {
 	Spend      Spend
 	Steps      int
 	StopReason string
-	// Limit is the budget that refused a model call and so ended the run
-	// (StopReason says how much of it was used); empty otherwise.
-	Limit      chat.Limit
+	// Budget is the budget that refused a model call and so ended the run
+	// (nil: none did); StopReason says the same in words.
+	Budget     *chat.BudgetError
 	Transcript []chat.Message
 	Duration   time.Duration
 	// Scope is what the scope guard found about the plan (nil for plan-only
@@ -325,9 +325,9 @@ func (p *Pipeline) Run(ctx context.Context, in Input) (*Output, error) {
 		in.Progress.Artifact("transcript.json", tr)
 	}
 	if errors.Is(err, chat.ErrBudgetExhausted) {
-		out.StopReason, out.Limit = StopTokens, chat.LimitJobTokens
+		out.StopReason, out.Budget = StopTokens, &chat.BudgetError{Limit: chat.LimitJobTokens}
 		if be := (*chat.BudgetError)(nil); errors.As(err, &be) {
-			out.StopReason, out.Limit = be.Error(), be.Limit
+			out.StopReason, out.Budget = be.Error(), be
 		}
 		return out, nil
 	}

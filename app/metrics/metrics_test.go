@@ -24,7 +24,7 @@ func TestCountersReachTheHandler(t *testing.T) {
 	m.JobFinished(&job.Job{Kind: job.KindRun, State: job.StateFailed, Outcome: job.OutcomeLimitReached, Usage: &job.Usage{}}) // cost unknown: not observed
 	start := time.Now().Add(-2 * time.Second)
 	m.JobFinished(&job.Job{Kind: job.KindRun, State: job.StateSucceeded, Outcome: job.OutcomePROpened, CreatedAt: start.Add(-time.Second),
-		Usage: &job.Usage{CostUSD: &cost},
+		Usage:     &job.Usage{CostUSD: &cost},
 		StartedAt: start, FinishedAt: start.Add(time.Second),
 		Stages: []job.Stage{{Name: stage.Checkout, StartedAt: start, FinishedAt: start.Add(300 * time.Millisecond)}, {Name: stage.Plan, StartedAt: start}}})
 	rec := httptest.NewRecorder()

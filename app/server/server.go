@@ -21,7 +21,9 @@ import (
 	"github.com/selfcode/selfcode/app/store"
 	"github.com/selfcode/selfcode/app/worker"
 	"github.com/selfcode/selfcode/handlers"
+	"github.com/selfcode/selfcode/pipeline"
 	"github.com/selfcode/selfcode/pipeline/chat"
+	"github.com/selfcode/selfcode/pipeline/repoconfig"
 )
 
 // Options configures a Server. serve passes the configuration only; the
@@ -36,6 +38,10 @@ type Options struct {
 	// Pipeline, when set, replaces the pipeline built from the
 	// configuration, and no sandbox is started (tests script the work).
 	Pipeline runner.Pipeline
+	// Sandbox, when set (and Pipeline is not), is the sandbox backend of
+	// the real pipeline instead of Docker (tests of the job path that do
+	// not verify).
+	Sandbox pipeline.Sandbox
 	// GitHub adjusts the GitHub client factory's options (tests shorten
 	// backoffs).
 	GitHub func(*gh.Options)
@@ -130,7 +136,9 @@ func New(ctx context.Context, o Options) (*Server, error) {
 		Observer: s.Metrics, Workers: cfg.Workers, Instance: s.Instance, Logger: log,
 		Enabled: s.Enabled, Tick: o.Tick, Hold: parts.Hold,
 		Promote: s.Overnight.Promote, Admit: hooks.admit, Finished: hooks.finished,
-		OvernightMaxDuration: cfg.OvernightMaxDuration,
+		OvernightMaxDuration: cfg.OvernightMaxDuration, PublishGrace: cfg.PublishGrace,
+		// Until a job's runner reads its repository's limits.job_timeout.
+		JobTimeout: repoconfig.Default().Limits.JobTimeout,
 	})
 	if err != nil {
 		return nil, err
