@@ -250,10 +250,13 @@ func (x *run) resumeFrom(ctx context.Context, w *workspace, p *progress) error {
 // report.
 func (x *run) recordUsage(out *pipeline.Output) {
 	sp := out.Spend
-	cost := templates.Cost{Dollars: sp.Cost, Known: sp.Known(), Unpriced: sp.Unpriced}
+	// Tokens counted without their kinds (a pipeline that does not meter
+	// its calls) have no price: the cost is unknown then.
+	known := sp.Known() && sp.Usage.Total >= out.Tokens
+	cost := templates.Cost{Dollars: sp.Cost, Known: known, Unpriced: sp.Unpriced}
 	u := &job.Usage{PromptTokens: sp.Usage.Prompt, CachedPromptTokens: sp.Usage.CachedPrompt, CompletionTokens: sp.Usage.Completion,
 		UnpricedModels: sp.Unpriced}
-	if sp.Known() {
+	if known {
 		d := sp.Cost
 		u.CostUSD = &d
 	}
