@@ -317,7 +317,9 @@ func TestPullRequestValidation(t *testing.T) {
 func TestFaultInjection(t *testing.T) {
 	s := newServer(t, Options{})
 	s.InjectFault(Fault{Method: "GET", PathPattern: "/repos/*/*", Status: 502, Times: 2})
-	s.InjectFault(Fault{PathPattern: "/users/**", Status: 403, Headers: map[string]string{"Retry-After": "1"}, Body: `{"message":"You have exceeded a secondary rate limit"}`, Times: 1})
+	var reached []string
+	s.InjectFault(Fault{PathPattern: "/users/**", Status: 403, Headers: map[string]string{"Retry-After": "1"}, Body: `{"message":"You have exceeded a secondary rate limit"}`, Times: 1,
+		Reached: func(method, path string) { reached = append(reached, method+" "+path) }})
 	tok, _ := s.MintToken(7)
 	for i, want := range []int{502, 502, 200} {
 		if status, _, _ := do(t, "GET", s.URL()+"repos/octo/hello", "token "+tok, nil); status != want {
@@ -330,6 +332,9 @@ func TestFaultInjection(t *testing.T) {
 	}
 	if status, _, _ := do(t, "GET", s.URL()+"users/octo", "", nil); status != 200 {
 		t.Fatalf("after fault: %d", status)
+	}
+	if len(reached) != 1 || reached[0] != "GET /users/octo" {
+		t.Fatalf("Reached saw %v, want the one request the fault applied to", reached)
 	}
 	if got := len(s.RequestsMatching("GET", "/repos/octo/hello")); got != 3 {
 		t.Fatalf("recorded %d requests", got)
