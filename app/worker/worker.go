@@ -539,7 +539,8 @@ func (p *Pool) pipeline(ctx context.Context, j *job.Job, log *slog.Logger, lim *
 		}
 		return p.failure(j, err)
 	}
-	if outcome == job.OutcomeVerificationFailed || outcome == job.OutcomeUnverified || outcome == job.OutcomeError {
+	switch outcome {
+	case job.OutcomeVerificationFailed, job.OutcomeUnverified, job.OutcomeError, job.OutcomeLimitReached:
 		return store.Result{State: job.StateFailed, Outcome: outcome}
 	}
 	return store.Result{State: job.StateSucceeded, Outcome: outcome}
