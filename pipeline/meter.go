@@ -54,6 +54,13 @@ type Spend struct {
 // Known reports whether Cost is the whole run's cost.
 func (s Spend) Known() bool { return len(s.Unpriced) == 0 }
 
+// Cost is the run's cost in dollars; known only when every call was priced
+// and every token counted by kind (a pipeline that does not meter its
+// calls may report tokens without them).
+func (o *Output) Cost() (dollars float64, known bool) {
+	return o.Spend.Cost, o.Spend.Known() && o.Spend.Usage.Total >= o.Tokens
+}
+
 // meter wraps a model with the job's budgets: a call is refused once the
 // job's own tokens (limits.max_tokens) or an outside budget is spent, and
 // every call's usage (from the API) is counted per phase and priced.

@@ -246,23 +246,14 @@ func (x *run) resumeFrom(ctx context.Context, w *workspace, p *progress) error {
 	return nil
 }
 
-// recordUsage puts the run's tokens and cost in the job record and the
-// report.
+// recordUsage puts the run's tokens and cost in the job record.
 func (x *run) recordUsage(out *pipeline.Output) {
 	sp := out.Spend
-	// Tokens counted without their kinds (a pipeline that does not meter
-	// its calls) have no price: the cost is unknown then.
-	known := sp.Known() && sp.Usage.Total >= out.Tokens
-	cost := templates.Cost{Dollars: sp.Cost, Known: known, Unpriced: sp.Unpriced}
 	u := &job.Usage{PromptTokens: sp.Usage.Prompt, CachedPromptTokens: sp.Usage.CachedPrompt, CompletionTokens: sp.Usage.Completion,
 		UnpricedModels: sp.Unpriced}
-	if known {
-		d := sp.Cost
+	if d, known := out.Cost(); known {
 		u.CostUSD = &d
 	}
-	x.mu.Lock()
-	x.rep.Cost = cost
-	x.mu.Unlock()
 	if out.Tokens == 0 && sp.Usage == (chat.Usage{}) {
 		return
 	}
