@@ -16,6 +16,7 @@ import (
 	"github.com/selfcode/selfcode/internal/e2e"
 	"github.com/selfcode/selfcode/internal/fakegithub"
 	"github.com/selfcode/selfcode/internal/fakeopenai"
+	"github.com/selfcode/selfcode/internal/testclock"
 	"github.com/selfcode/selfcode/pipeline/verify"
 )
 
@@ -259,27 +260,26 @@ func TestDailyCostBudgetMidRun(t *testing.T) {
 	})
 }
 
-// limitClock is the server's clock, moved by the test.
-type limitClock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *limitClock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
-func (c *limitClock) Add(d time.Duration) {
-	c.mu.Lock()
-	c.t = c.t.Add(d)
-	c.mu.Unlock()
-}
-
-// hang makes the first request to path hang until its client gives up,
-// and returns a channel closed when it arrives.
-func hang(e *e2e.Harness, method, path string) <-chan struct{} {
+// timedOut runs a /selfcode job whose first request method path hangs
+// (until its client gives up), and moves the server's clock past the
+// default job_timeout (45m) once the request arrived.
+func timedOut(t *testing.T, method, path string, verdict verify.Verdict) (*e2e.Harness, int, *job.Job) {
+	t.Helper()
+	clk := testclock.New(time.Now())
+	e := e2e.Start(t, e2e.Options{Now: clk.Now})
+	e.Scripted.SetVerdict(verdict)
 	arrived := make(chan struct{})
 	var once sync.Once
 	e.GitHub.InjectFault(fakegithub.Fault{Method: method, PathPattern: path, Times: 1, Delay: time.Hour,
 		Reached: func(string, string) { once.Do(func() { close(arrived) }) }})
-	return arrived
+	issue, err := e.GitHub.AddIssue(owner, repoName, fakegithub.Issue{Title: "Greet the world", User: "writer"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, out := e.Comment(repoName, issue, "writer", "/selfcode")
+	<-arrived
+	clk.Add(46 * time.Minute)
+	return e, issue, e.Wait(out["job_id"].(string))
 }
 
 // TestTimeoutDuringCheckout: job_timeout covers the checkout: a fetch that
@@ -287,17 +287,7 @@ func hang(e *e2e.Harness, method, path string) <-chan struct{} {
 // stopped before it changed anything.
 func TestTimeoutDuringCheckout(t *testing.T) {
 	t.Parallel()
-	clk := &limitClock{t: time.Now()}
-	e := e2e.Start(t, e2e.Options{Now: clk.Now})
-	arrived := hang(e, http.MethodGet, "/"+owner+"/"+repoName+".git/info/refs")
-	issue, err := e.GitHub.AddIssue(owner, repoName, fakegithub.Issue{Title: "Greet the world", User: "writer"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, out := e.Comment(repoName, issue, "writer", "/selfcode")
-	<-arrived
-	clk.Add(46 * time.Minute) // past the default job_timeout, 45m
-	j := e.Wait(out["job_id"].(string))
+	e, issue, j := timedOut(t, http.MethodGet, "/"+owner+"/"+repoName+".git/info/refs", verify.Verified)
 	if j.State != job.StateFailed || j.Outcome != job.OutcomeLimitReached || j.Stop != job.StopJobTimeout {
 		t.Fatalf("job %s %s stop %q %q", j.State, j.Outcome, j.Stop, j.Error)
 	}
@@ -323,18 +313,7 @@ func TestTimeoutDuringCheckout(t *testing.T) {
 // becomes a draft marked unfinished, not lost.
 func TestTimeoutDuringPublish(t *testing.T) {
 	t.Parallel()
-	clk := &limitClock{t: time.Now()}
-	e := e2e.Start(t, e2e.Options{Now: clk.Now})
-	e.Scripted.SetVerdict(verify.Verified)
-	arrived := hang(e, http.MethodPost, "/repos/"+owner+"/"+repoName+"/pulls")
-	issue, err := e.GitHub.AddIssue(owner, repoName, fakegithub.Issue{Title: "Greet the world", User: "writer"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, out := e.Comment(repoName, issue, "writer", "/selfcode")
-	<-arrived
-	clk.Add(46 * time.Minute)
-	j := e.Wait(out["job_id"].(string))
+	e, issue, j := timedOut(t, http.MethodPost, "/repos/"+owner+"/"+repoName+"/pulls", verify.Verified)
 	pr := assertStopped(t, e, issue, j, job.StopJobTimeout, "publish")
 	if g, _ := e.GitHub.FileAt(owner, repoName, pr.Head, "greet.go"); !strings.Contains(g, "Hello, world (1)") {
 		t.Fatalf("the work is not on %s: %q", pr.Head, g)

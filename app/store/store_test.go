@@ -10,23 +10,12 @@ import (
 
 	"github.com/selfcode/selfcode/app/errs"
 	"github.com/selfcode/selfcode/app/job"
+	"github.com/selfcode/selfcode/internal/testclock"
 )
 
-type clock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *clock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
-func (c *clock) Add(d time.Duration) {
-	c.mu.Lock()
-	c.t = c.t.Add(d)
-	c.mu.Unlock()
-}
-
-func open(t *testing.T) (*Store, *clock, string) {
+func open(t *testing.T) (*Store, *testclock.Clock, string) {
 	t.Helper()
-	clk := &clock{t: time.Date(2026, 11, 21, 10, 0, 0, 0, time.UTC)}
+	clk := testclock.New(time.Date(2026, 11, 21, 10, 0, 0, 0, time.UTC))
 	path := filepath.Join(t.TempDir(), "selfcode.db")
 	s, err := Open(Options{Path: path, Now: clk.Now})
 	if err != nil {
@@ -211,7 +200,7 @@ func TestCancel(t *testing.T) {
 
 func TestRecoverLeases(t *testing.T) {
 	ctx := context.Background()
-	clk := &clock{t: time.Date(2026, 11, 21, 10, 0, 0, 0, time.UTC)}
+	clk := testclock.New(time.Date(2026, 11, 21, 10, 0, 0, 0, time.UTC))
 	path := filepath.Join(t.TempDir(), "selfcode.db")
 	s, err := Open(Options{Path: path, Now: clk.Now})
 	if err != nil {

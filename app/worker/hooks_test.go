@@ -13,6 +13,7 @@ import (
 	"github.com/selfcode/selfcode/app/job"
 	"github.com/selfcode/selfcode/app/store"
 	"github.com/selfcode/selfcode/internal/poll"
+	"github.com/selfcode/selfcode/internal/testclock"
 )
 
 func TestRunnerSkipEndsCanceledWithTheReason(t *testing.T) {
@@ -125,15 +126,6 @@ func TestPromoteHookRunsEveryTick(t *testing.T) {
 	}
 }
 
-// testClock is the store's clock in tests that move time.
-type testClock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *testClock) Now() time.Time      { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
-func (c *testClock) Add(d time.Duration) { c.mu.Lock(); c.t = c.t.Add(d); c.mu.Unlock() }
-
 // TestTimeLimitsStopTheRun: the whole run is bounded by the default job
 // timeout until the runner sets the repository's, and an overnight job by
 // its own limit too, whichever comes first; the run's context ends with a
@@ -155,7 +147,7 @@ func TestTimeLimitsStopTheRun(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			clk := &testClock{t: time.Date(2026, 3, 1, 2, 0, 0, 0, time.UTC)}
+			clk := testclock.New(time.Date(2026, 3, 1, 2, 0, 0, 0, time.UTC))
 			st, err := store.Open(store.Options{Path: filepath.Join(t.TempDir(), "selfcode.db"), Now: clk.Now})
 			if err != nil {
 				t.Fatal(err)
