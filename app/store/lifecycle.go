@@ -145,7 +145,12 @@ func (s *Store) Finish(ctx context.Context, id string, r Result) (*job.Job, erro
 		}
 		prev := j.State
 		j.State, j.Outcome = r.State, r.Outcome
-		j.Error, j.Reason, j.Stop = r.Error, r.Reason, r.Stop
+		j.Error, j.Reason = r.Error, r.Reason
+		if r.State != job.StateQueued {
+			// Back in the queue the run has not ended: the limit its last
+			// run stopped at (what a retry resumes from) still stands.
+			j.Stop = r.Stop
+		}
 		j.UpdatedAt = now
 		j.CancelRequested = false
 		if r.State == job.StateQueued {

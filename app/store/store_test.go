@@ -488,3 +488,30 @@ func TestInstallationRecordedWithItsDelivery(t *testing.T) {
 		t.Fatal("a redelivery re-applied the installation")
 	}
 }
+
+// A job stopped at a limit keeps its stop through the retry that resumes
+// it, and through that run's returns to the queue, until a run ends.
+func TestStopLastsUntilARunEnds(t *testing.T) {
+	ctx := context.Background()
+	s, _, _ := open(t)
+	a := submit(t, s, "d1", runJob(5, ""))
+	take(t, s, LanePipeline)
+	if _, err := s.Finish(ctx, a.JobID, Result{State: job.StateFailed, Outcome: job.OutcomeLimitReached, Stop: job.StopDailyCost}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Retry(ctx, a.JobID, job.Trigger{Sender: "maintainer", Command: "retry"}); err != nil {
+		t.Fatal(err)
+	}
+	for i, r := range []Result{{State: job.StateQueued, Error: "the branch moved"}, {State: job.StateSucceeded, Outcome: job.OutcomePRUpdated}} {
+		got := take(t, s, LanePipeline)
+		if got == nil || got.Stop != job.StopDailyCost {
+			t.Fatalf("lease %d: %+v", i, got)
+		}
+		if _, err := s.Finish(ctx, a.JobID, r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if j := mustGet(t, s, a.JobID); j.Stop != "" {
+		t.Fatalf("stop %q after a run that ended", j.Stop)
+	}
+}
