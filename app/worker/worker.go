@@ -416,7 +416,9 @@ func (p *Pool) execute(owner string, j *job.Job) {
 	}
 
 	hbDone := make(chan struct{})
-	go p.heartbeat(ctx, j.ID, owner, hbDone, log)
+	// Beats until the run returns, through the grace a run stopped at a
+	// limit has to save its work.
+	go p.heartbeat(p.runCtx, j.ID, owner, hbDone, log)
 	defer close(hbDone)
 
 	log.Info("job started", "kind", j.Kind, "attempt", j.Attempts)
