@@ -82,6 +82,9 @@ type Observer interface {
 	Edit(tool, result string)
 	Verify(class string, n int)
 	Tokens(phase string, n int)
+	// Cost is told each call's price in dollars, or that its model has
+	// no price (priced false).
+	Cost(model string, dollars float64, priced bool)
 }
 
 // Options configures a Pipeline.
@@ -104,6 +107,8 @@ type Options struct {
 	// Packages lists a Go checkout's packages for the blast radius of a
 	// plan; default GoList.
 	Packages PackageLister
+	// Prices prices each model call (nil: every cost is unknown).
+	Prices Pricer
 }
 
 // Pipeline runs jobs.
@@ -162,12 +167,18 @@ type Input struct {
 	// Dir starts from; BaselineSHA names it for the baseline cache.
 	BaselineDir string
 	BaselineSHA string
+	// Budget, when set, is asked before every model call and told every
+	// call's use (the installation's daily token and cost budgets).
+	Budget Budget
+	// Resume, when set, is the work of an earlier run of the job that
+	// stopped at a limit; Dir already holds it.
+	Resume *Resume
 }
 
 // Stop reasons.
 const (
 	StopMaxSteps = "max_steps reached before the model called finish"
-	StopTokens   = "token budget (limits.max_tokens) exhausted"
+	StopTokens   = "token budget exhausted"
 	StopTimeout  = "job_timeout reached"
 )
 
@@ -187,10 +198,15 @@ type Output struct {
 	Changed     []string
 	Tokens      int
 	ByPhase     map[string]int
-	Steps       int
-	StopReason  string
-	Transcript  []chat.Message
-	Duration    time.Duration
+	// Spend is the tokens by kind and what they cost.
+	Spend      Spend
+	Steps      int
+	StopReason string
+	// Budget is the budget that refused a model call and so ended the run
+	// (nil: none did); StopReason says the same in words.
+	Budget     *chat.BudgetError
+	Transcript []chat.Message
+	Duration   time.Duration
 	// Scope is what the scope guard found about the plan (nil for plan-only
 	// runs and runs that ended before a plan).
 	Scope *Scope
@@ -283,14 +299,11 @@ func (p *Pipeline) Run(ctx context.Context, in Input) (*Output, error) {
 		defer cancel()
 	}
 	out := &Output{}
-	var tokObs func(string, int)
-	if p.o.Observer != nil {
-		tokObs = p.o.Observer.Tokens
-	}
 	clock := &partClock{now: p.o.Now}
 	s := &jobState{p: p, in: in, cfg: cfg, out: out, changed: map[string]bool{}, syntax: &sandboxSyntax{}, clock: clock,
-		model: newMeter(p.o.Model, cfg.Limits.MaxTokens, tokObs, clock),
-		log:   p.o.Logger.With("job_id", in.JobID)}
+		model: &meter{m: p.o.Model, max: cfg.Limits.MaxTokens, budget: in.Budget, prices: p.o.Prices, observer: p.o.Observer,
+			clock: clock, byPhase: map[string]int{}},
+		log: p.o.Logger.With("job_id", in.JobID)}
 	var editObs func(tool, result string)
 	if p.o.Observer != nil {
 		editObs = p.o.Observer.Edit
@@ -303,16 +316,19 @@ func (p *Pipeline) Run(ctx context.Context, in Input) (*Output, error) {
 	}
 	err = s.run(ctx)
 	s.keepBase()
-	out.Tokens, out.ByPhase = s.model.snapshot()
+	out.Tokens, out.ByPhase, out.Spend = s.model.snapshot()
 	out.Transcript = s.trans
 	out.Duration = p.o.Now().Sub(start)
 	out.Took = clock.snapshot()
-	out.Changed = s.tools.Changed()
+	out.Changed = s.changedFiles()
 	if tr, jerr := json.MarshalIndent(redactTranscript(s.trans), "", "  "); jerr == nil && in.Progress != nil {
 		in.Progress.Artifact("transcript.json", tr)
 	}
 	if errors.Is(err, chat.ErrBudgetExhausted) {
-		out.StopReason = StopTokens
+		out.StopReason, out.Budget = StopTokens, &chat.BudgetError{Limit: chat.LimitJobTokens}
+		if be := (*chat.BudgetError)(nil); errors.As(err, &be) {
+			out.StopReason, out.Budget = be.Error(), be
+		}
 		return out, nil
 	}
 	if err != nil && errors.Is(ctx.Err(), context.DeadlineExceeded) {
@@ -354,9 +370,17 @@ func (s *jobState) run(ctx context.Context) error {
 		s.syntax.prep = prep
 	}
 
-	// 1. Plan, with the repository's guidance for agents.
+	// 1. Plan, with the repository's guidance for agents; a run that
+	// resumes one stopped at a limit keeps that run's plan.
 	s.stage(stage.Plan, stage.Running, "")
 	s.setGuidance(nil)
+	if r := s.in.Resume; r != nil && r.Plan != nil && !s.in.PlanOnly {
+		s.out.Plan = r.Plan
+		s.setGuidance(r.Plan.Files())
+		s.artifact("plan.json", r.Plan)
+		s.stage(stage.Plan, stage.Pass, "resumed: "+r.Plan.Summary)
+		return s.editAndVerify(ctx, prep)
+	}
 	plan, msgs, err := s.plan(ctx)
 	if err != nil {
 		s.stage(stage.Plan, stage.Fail, err.Error())
@@ -380,7 +404,12 @@ func (s *jobState) run(ctx context.Context) error {
 	if s.in.PlanOnly {
 		return nil
 	}
+	return s.editAndVerify(ctx, prep)
+}
 
+// editAndVerify edits the checkout to the plan, then verifies and fixes
+// the change.
+func (s *jobState) editAndVerify(ctx context.Context, prep *preparation) error {
 	// 2. No edit before the pristine checkout is in the sandbox.
 	if err := prep.waitCopied(ctx); err != nil {
 		s.stage(stage.Verify, stage.Fail, err.Error())
@@ -395,11 +424,11 @@ func (s *jobState) run(ctx context.Context) error {
 		return err
 	}
 	s.out.Summary, s.out.StopReason = summary, stop
-	if len(s.tools.Changed()) == 0 {
+	if len(s.changedFiles()) == 0 {
 		s.stage(stage.Edit, stage.Fail, "the model changed no file")
 		return nil
 	}
-	s.stage(stage.Edit, stage.Pass, fmt.Sprintf("%d file(s) changed", len(s.tools.Changed())))
+	s.stage(stage.Edit, stage.Pass, fmt.Sprintf("%d file(s) changed", len(s.changedFiles())))
 	env, err := prep.wait(ctx)
 	if err != nil {
 		s.stage(stage.Verify, stage.Fail, err.Error())
@@ -573,8 +602,39 @@ func (s *jobState) promptData(rmap string) map[string]any {
 		"Repository": s.in.Repository, "Issue": s.in.Issue, "IssueTitle": s.in.IssueTitle, "IssueBody": s.in.IssueBody,
 		"Comments": comments, "Instructions": instr, "RepoInstructions": s.cfg.Instructions, "RepoMap": rmap,
 		"PlanText": plan, "MaxFiles": s.cfg.Limits.MaxFiles, "MaxSteps": s.cfg.Limits.MaxSteps,
-		"Guidance": s.guide,
+		"Guidance": s.guide, "Resume": s.resumeText(),
 	}
+}
+
+// changedFiles are the files the job changed: this run's edits and, when
+// it resumes an earlier run, that run's.
+func (s *jobState) changedFiles() []string {
+	now := s.tools.Changed()
+	if s.in.Resume == nil {
+		return now
+	}
+	out := slices.Clone(s.in.Resume.Changed)
+	for _, c := range now {
+		if !slices.Contains(out, c) {
+			out = append(out, c)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// resumeText tells the model where the earlier run it continues stopped
+// (empty when it continues none).
+func (s *jobState) resumeText() string {
+	r := s.in.Resume
+	if r == nil {
+		return ""
+	}
+	text, err := s.p.o.Prompts.Render(prompts.Resume, map[string]any{"Stopped": r.Stopped, "Progress": r.Progress()})
+	if err != nil {
+		s.log.Error("render the resume prompt", "err", err)
+	}
+	return text
 }
 
 func (s *jobState) editorMessages() []chat.Message {
@@ -597,7 +657,7 @@ func (s *jobState) fixerMessages(failure string, round int) ([]chat.Message, err
 	pr := s.p.o.Prompts
 	data := s.promptData("")
 	data["Failure"], data["Round"], data["MaxRounds"] = failure, round, s.cfg.Limits.MaxFixAttempts
-	data["Changed"] = s.tools.Changed()
+	data["Changed"] = s.changedFiles()
 	sys, err := pr.Render(prompts.FixerSystem, data)
 	if err != nil {
 		return nil, err

@@ -438,7 +438,7 @@ func TestBudgets(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if out.StopReason != pipeline.StopTokens || out.Tokens < 2500 || out.Tokens > 2500+950 {
+		if out.Budget == nil || out.Budget.Limit != chat.LimitJobTokens || !strings.Contains(out.StopReason, "of 2500 tokens used") || out.Tokens < 2500 || out.Tokens > 2500+950 {
 			t.Fatalf("stop %q tokens %d", out.StopReason, out.Tokens)
 		}
 	})

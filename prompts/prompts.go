@@ -27,6 +27,9 @@ const (
 	ReporterSystem = "reporter_system.tmpl"
 	ReporterUser   = "reporter_user.tmpl"
 	Nudge          = "nudge.tmpl"
+	// Resume says where the earlier run a resumed job continues stopped;
+	// the planner, editor and fixer prompts carry it as .Resume.
+	Resume = "resume.tmpl"
 )
 
 // Options configures Load.

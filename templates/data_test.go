@@ -49,6 +49,7 @@ func richReport() Report {
 		FixAttempts:    1,
 		MaxFixAttempts: 3,
 		Tokens:         TokenUsage{Total: 48213, ByPhase: map[string]int{"plan": 6120, "edit": 30877, "fix": 9004, "report": 2212}},
+		Cost:           Cost{Dollars: 0.1432, Known: true},
 		Duration:       3*time.Minute + 12*time.Second,
 		Guidance:       []string{"AGENTS.md", "pkg/clock/AGENTS.md"},
 		Time: []TimeSpan{{Part: stage.PartQueue, Took: 400 * time.Millisecond}, {Part: stage.PartCheckout, Took: 1100 * time.Millisecond},
@@ -106,6 +107,27 @@ func richUnverified() Report {
 			Output: "go: example.com/words@v1.0.0: unrecognized import path \"example.com/words\""},
 		{Name: "build", Command: "go build ./...", Status: "not run"},
 		{Name: "test", Command: "go test ./...", Status: "not run"},
+	}
+	return r
+}
+
+// richUnfinished is richReport stopped at a limit while it edited, one of
+// its two steps done, priced only in part.
+func richUnfinished() Report {
+	r := richReport()
+	r.State, r.Outcome, r.Draft, r.FixAttempts = "failed", "limit_reached", true, 0
+	r.Verdict, r.Tests, r.Verification, r.Iterations, r.Iteration = "", TestChanges{}, nil, nil, 0
+	r.Branch = "selfcode/issue-42"
+	r.FilesChanged = r.FilesChanged[:1]
+	r.Cost = Cost{Dollars: 0.02, Unpriced: []string{"local-llama"}}
+	r.Error = "stopped at the installation's daily cost budget (SELFCODE_DAILY_COST_BUDGET): $5.00 of $5.00 on 2025-06-01"
+	r.Unfinished = &Unfinished{Limit: "the installation's daily cost budget (SELFCODE_DAILY_COST_BUDGET)", Detail: "$5.00 of $5.00 on 2025-06-01",
+		During: "edit", Done: []string{"Drop the 0–59 check for minutes and seconds"}, Left: []string{"Cover large units"}}
+	r.Diff = "diff --git a/clock/parse.go b/clock/parse.go\n--- a/clock/parse.go\n+++ b/clock/parse.go\n@@ -10,3 +10,1 @@\n-\tif m > 59 {\n-\t\treturn 0, errRange\n-\t}\n+\t// any minute count\n"
+	r.Stages = []Stage{
+		{Name: "plan", Status: "pass", Summary: "2 steps", Duration: 14 * time.Second},
+		{Name: "edit", Status: "fail", Summary: "token budget exhausted (daily_cost)", Duration: 2 * time.Minute},
+		{Name: "publish", Status: "pass", Summary: "draft PR"},
 	}
 	return r
 }

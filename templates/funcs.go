@@ -39,7 +39,16 @@ func funcs() template.FuncMap {
 		"phaseNames": phaseNames,
 		"result":     rowResult,
 		"tests":      testCounts,
+		"usd":        formatDollars,
 	}
+}
+
+// formatDollars shows a cost: cents, or four decimals below a cent.
+func formatDollars(d float64) string {
+	if d != 0 && d < 0.01 {
+		return fmt.Sprintf("$%.4f", d)
+	}
+	return fmt.Sprintf("$%.2f", d)
 }
 
 var mentionRE = regexp.MustCompile(`(^|[^\w@/])@([A-Za-z0-9][A-Za-z0-9-]*)`)

@@ -23,7 +23,9 @@ type Report struct {
 	FixAttempts    int
 	MaxFixAttempts int // 0: unknown, not shown
 	Tokens         TokenUsage
-	Duration       time.Duration
+	// Cost is what the job's model calls cost.
+	Cost     Cost
+	Duration time.Duration
 	// FailedCheck, when set, is the check (the repository's CI) whose
 	// failure this job fixes (untrusted: another app names it).
 	FailedCheck string
@@ -57,6 +59,30 @@ type Report struct {
 	PRURL       string
 	Error       string // for job-failed comments; untrusted (may quote tools)
 	CommandWord string // e.g. "/selfcode"
+	// Unfinished, when set, says the job stopped at a limit: what is
+	// published is its work so far.
+	Unfinished *Unfinished
+	// Diff is the change as a unified diff, for a comment that stands in
+	// for a pull request (untrusted; trimmed like the logs).
+	Diff string
+}
+
+// Unfinished describes a job stopped at a limit.
+type Unfinished struct {
+	// Limit names the limit with its setting, e.g. "the job's token limit
+	// (limits.max_tokens)"; Detail says how much of it was used.
+	Limit, Detail string
+	During        string   // the step it stopped in, e.g. "edit"; empty when unknown
+	Done          []string // plan steps done (untrusted: model text)
+	Left          []string // plan steps left (untrusted)
+}
+
+// Cost is what a job's model calls cost in dollars. Known is false when a
+// call's model has no price (Unpriced names them): the cost is unknown.
+type Cost struct {
+	Dollars  float64
+	Known    bool
+	Unpriced []string
 }
 
 // Plan is the planner's structured output (contract section 8).

@@ -31,6 +31,9 @@ func sampleReport() Report {
 		Iterations:  []Iteration{{Number: 1, Summary: "first", Outcome: "verification_failed", FilesChanged: files, Verification: rows}},
 		Logs:        "log line", Stages: []Stage{{Name: stage.Plan, Status: stage.Pass, Summary: "ok", Duration: time.Second}, {Name: stage.Edit, Status: stage.Fail}},
 		Branch: "selfcode/issue-1", PRURL: "https://github.com/octo/sample/pull/2", Error: "boom", CommandWord: "/selfcode",
+		Cost:       Cost{Dollars: 0.0123, Known: true, Unpriced: []string{"local-model"}},
+		Unfinished: &Unfinished{Limit: "the job's token limit (limits.max_tokens)", Detail: "2850 of 2500 tokens used", During: "edit", Done: []string{"Step"}, Left: []string{"Test"}},
+		Diff:       "--- a/main.go\n+++ b/main.go\n@@ -1 +1 @@\n-a\n+b\n",
 	}
 }
 

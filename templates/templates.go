@@ -31,10 +31,11 @@ const (
 	TmplPermissionDenied = "permission_denied"
 	TmplFailureReport    = "failure_report"
 	TmplJobFailed        = "job_failed"
+	TmplUnfinished       = "unfinished_report"
 )
 
 var entries = []string{TmplPRBody, TmplProgress, TmplPlan, TmplStatus, TmplHelp,
-	TmplPermissionDenied, TmplFailureReport, TmplJobFailed}
+	TmplPermissionDenied, TmplFailureReport, TmplJobFailed, TmplUnfinished}
 
 // ErrTooLong means a body stays over MaxBodyLen even with every log dropped.
 var ErrTooLong = errors.New("rendered body exceeds GitHub's size limit")
@@ -111,7 +112,7 @@ func (r *Renderer) selfTest(overrideDir string) error {
 	sample := sampleReport()
 	checks := map[string]any{
 		TmplPRBody: sample, TmplProgress: sample, TmplPlan: sample, TmplFailureReport: sample,
-		TmplJobFailed: sample, TmplStatus: sampleStatus(), TmplHelp: HelpView{CommandWord: "/selfcode", Label: "selfcode", OvernightLabel: "selfcode:overnight"},
+		TmplJobFailed: sample, TmplUnfinished: sample, TmplStatus: sampleStatus(), TmplHelp: HelpView{CommandWord: "/selfcode", Label: "selfcode", OvernightLabel: "selfcode:overnight"},
 		TmplPermissionDenied: DeniedView{CommandWord: "/selfcode", Sender: "octocat", Permission: "read"},
 	}
 	for _, name := range entries {
@@ -185,6 +186,11 @@ func (r *Renderer) PlanComment(rep Report) (string, error) { return r.renderRepo
 func (r *Renderer) FailureReport(rep Report) (string, error) {
 	return r.renderReport(TmplFailureReport, rep)
 }
+
+// Unfinished renders the comment that reports the work of a job stopped at
+// a limit when there is no pull request for it (no change yet, or
+// draft_on_failure: false), with the diff when there is one.
+func (r *Renderer) Unfinished(rep Report) (string, error) { return r.renderReport(TmplUnfinished, rep) }
 
 // JobFailed renders the comment for a job that ended in an error.
 func (r *Renderer) JobFailed(rep Report) (string, error) { return r.renderReport(TmplJobFailed, rep) }

@@ -35,6 +35,14 @@ func TestGolden(t *testing.T) {
 		{"progress_running", func() (string, error) { return r.Progress(richRunning()) }},
 		{"progress_rich", func() (string, error) { return r.Progress(richReport()) }},
 		{"progress_error", func() (string, error) { return r.Progress(richError()) }},
+		{"pr_body_unfinished", func() (string, error) { return r.PRBody(richUnfinished()) }},
+		{"progress_unfinished", func() (string, error) { return r.Progress(richUnfinished()) }},
+		{"unfinished_report_rich", func() (string, error) { return r.Unfinished(richUnfinished()) }},
+		{"unfinished_report_nothing_changed", func() (string, error) {
+			rep := richUnfinished()
+			rep.FilesChanged, rep.Diff, rep.Unfinished.Done, rep.Unfinished.During = nil, "", nil, "checkout"
+			return r.Unfinished(rep)
+		}},
 		{"progress_minimal", func() (string, error) { return r.Progress(minimalReport()) }},
 		{"plan_rich", func() (string, error) { return r.PlanComment(richReport()) }},
 		{"plan_minimal", func() (string, error) { return r.PlanComment(minimalReport()) }},

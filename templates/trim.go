@@ -114,6 +114,7 @@ func (rep Report) trimmed(level int) Report {
 	}
 	lim := trimLevels[level]
 	rep.Logs = trimLog(rep.Logs, lim)
+	rep.Diff = trimLog(rep.Diff, lim)
 	rep.Error = trimLog(rep.Error, trimLimit{lines: max(lim.lines, 40), chars: max(lim.chars, 4000)})
 	rep.Verification = trimRows(rep.Verification, lim)
 	if len(rep.Iterations) > 0 {

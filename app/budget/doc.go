@@ -1,5 +1,7 @@
-// Package budget enforces the daily model-token budget of each GitHub App
-// installation (SELFCODE_DAILY_TOKEN_BUDGET): it counts the tokens jobs use
-// per installation and day, and keeps a job queued until the next day when
-// its installation's budget for today is used up.
+// Package budget enforces the daily model budgets of each GitHub App
+// installation, in tokens (SELFCODE_DAILY_TOKEN_BUDGET) and dollars
+// (SELFCODE_DAILY_COST_BUDGET): it counts every model call of every job as
+// it happens, refuses a job's next call once its installation's budget for
+// the day is used up, and keeps a job queued until the next day when it is
+// used up before the job starts.
 package budget

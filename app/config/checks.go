@@ -14,6 +14,8 @@ import (
 
 	"github.com/robfig/cron/v3"
 
+	"github.com/selfcode/selfcode/app/pricing"
+
 	// Embedded zone data, so SELFCODE_TIMEZONE works in minimal containers.
 	_ "time/tzdata"
 )
@@ -29,6 +31,8 @@ import (
 //	cron         standard 5-field cron expression or @descriptor
 //	timezone     name time.LoadLocation accepts
 //	loglevel     a log/slog level name
+//	envlist      NAME=value pairs separated by semicolons (ParseEnvList)
+//	prices       MODEL=INPUT,CACHED_INPUT,OUTPUT entries separated by semicolons (pricing.Parse)
 
 func checkNumber(checks []string, n int64, shown string) error {
 	for _, c := range checks {
@@ -41,6 +45,19 @@ func checkNumber(checks []string, n int64, shown string) error {
 			if n < 0 {
 				return fmt.Errorf("must not be negative, got %s", shown)
 			}
+		}
+	}
+	return nil
+}
+
+// checkFloat applies positive and nonnegative to a number.
+func checkFloat(checks []string, n float64) error {
+	for _, c := range checks {
+		switch {
+		case c == "positive" && n <= 0:
+			return fmt.Errorf("must be greater than zero, got %v", n)
+		case c == "nonnegative" && n < 0:
+			return fmt.Errorf("must not be negative, got %v", n)
 		}
 	}
 	return nil
@@ -68,6 +85,8 @@ func checkString(checks []string, s string) error {
 			_, err = parseLevel(s)
 		case "envlist":
 			_, err = ParseEnvList(s)
+		case "prices":
+			_, err = pricing.Parse(s)
 		}
 		if err != nil {
 			return err

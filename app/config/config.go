@@ -53,6 +53,9 @@ type Config struct {
 	ShutdownTimeout time.Duration `env:"SELFCODE_SHUTDOWN_TIMEOUT" yaml:"shutdown_timeout" default:"30s" check:"positive" desc:"how long serve waits for running work on shutdown"`
 	LogLevel        string        `env:"SELFCODE_LOG_LEVEL" yaml:"log_level" default:"info" check:"loglevel" desc:"log level: debug, info, warn or error"`
 	OvernightWindow time.Duration `env:"SELFCODE_OVERNIGHT_WINDOW" yaml:"overnight_window" default:"6h" check:"positive" desc:"how long each overnight window lasts (never past the next window's start); jobs still waiting then move to the next window"`
+	DailyCostBudget float64       `env:"SELFCODE_DAILY_COST_BUDGET" yaml:"daily_cost_budget" default:"0" check:"nonnegative" desc:"dollars of model use per installation per day (0: off), checked before every model call like the daily token budget; every configured model needs a price (model_prices or a default)"`
+	ModelPrices     string        `env:"SELFCODE_MODEL_PRICES" yaml:"model_prices" check:"prices" desc:"model prices in dollars per million tokens, as MODEL=INPUT,CACHED_INPUT,OUTPUT entries separated by semicolons (e.g. gpt-4.1=2,0.5,8); they override the defaults for common OpenAI models; a model with no price costs unknown"`
+	PublishGrace    time.Duration `env:"SELFCODE_PUBLISH_GRACE" yaml:"publish_grace" default:"2m" check:"positive" desc:"how long a job stopped at a time limit (limits.job_timeout, overnight_max_duration) may still take to publish its work so far as a draft"`
 
 	// Derived in Load from Timezone and OvernightSchedule.
 	loc      *time.Location

@@ -43,6 +43,7 @@ func TestDefaults(t *testing.T) {
 		SandboxMilliCPUs:     1000,
 		SandboxPids:          512,
 		CacheMaxBytes:        10 << 30,
+		PublishGrace:         2 * time.Minute,
 	}
 	assertSettings(t, c, want)
 	if c.Location() != time.UTC {
@@ -107,7 +108,13 @@ func TestLoadFile(t *testing.T) {
 		SandboxMilliCPUs:     1500,
 		SandboxPids:          256,
 		CacheMaxBytes:        1 << 30,
+		DailyCostBudget:      12.5,
+		ModelPrices:          "big-model=3,1.5,15; planner-model=1,0.1,4; fixer-model=0.5,0.05,2",
+		PublishGrace:         3 * time.Minute,
 	})
+	if p, ok := c.Prices().Lookup("planner-model"); !ok || p.Output != 4 {
+		t.Errorf("planner-model price %+v, %v", p, ok)
+	}
 	berlin, err := time.LoadLocation("Europe/Berlin")
 	if err != nil {
 		t.Fatal(err)
@@ -238,6 +245,13 @@ func TestInvalid(t *testing.T) {
 		{name: "env bad int", environ: []string{"SELFCODE_APP_ID=abc"}, wantKey: "SELFCODE_APP_ID"},
 		{name: "env int overflow", environ: []string{"SELFCODE_WORKERS=99999999999999999999"}, wantKey: "SELFCODE_WORKERS"},
 		{name: "env negative budget", environ: []string{"SELFCODE_DAILY_TOKEN_BUDGET=-5"}, wantKey: "SELFCODE_DAILY_TOKEN_BUDGET"},
+		{name: "env negative cost budget", environ: []string{"SELFCODE_DAILY_COST_BUDGET=-0.5"}, wantKey: "SELFCODE_DAILY_COST_BUDGET"},
+		{name: "env cost budget not a number", environ: []string{"SELFCODE_DAILY_COST_BUDGET=$5"}, wantKey: "SELFCODE_DAILY_COST_BUDGET"},
+		{name: "env cost budget NaN", environ: []string{"SELFCODE_DAILY_COST_BUDGET=NaN"}, wantKey: "SELFCODE_DAILY_COST_BUDGET"},
+		{name: "env cost budget without a price for a model", environ: []string{"SELFCODE_DAILY_COST_BUDGET=5", "SELFCODE_LLM_MODEL_FIXER=my-fixer"}, wantKey: "SELFCODE_DAILY_COST_BUDGET"},
+		{name: "env bad prices", environ: []string{"SELFCODE_MODEL_PRICES=gpt-4.1=2;"}, wantKey: "SELFCODE_MODEL_PRICES"},
+		{name: "yaml bad prices", file: "bad_prices.yaml", wantKey: "model_prices", wantLine: 1},
+		{name: "env zero publish grace", environ: []string{"SELFCODE_PUBLISH_GRACE=0s"}, wantKey: "SELFCODE_PUBLISH_GRACE"},
 		{name: "env bad duration", environ: []string{"SELFCODE_OVERNIGHT_MAX_DURATION=soon"}, wantKey: "SELFCODE_OVERNIGHT_MAX_DURATION"},
 		{name: "env zero duration", environ: []string{"SELFCODE_SHUTDOWN_TIMEOUT=0s"}, wantKey: "SELFCODE_SHUTDOWN_TIMEOUT"},
 		{name: "env bad cron", environ: []string{"SELFCODE_OVERNIGHT_SCHEDULE=* * *"}, wantKey: "SELFCODE_OVERNIGHT_SCHEDULE"},
@@ -281,6 +295,27 @@ func TestInvalid(t *testing.T) {
 				t.Errorf("error %q is not %v", err, tt.wantIs)
 			}
 		})
+	}
+}
+
+// TestCostBudgetNeedsPrices: a daily cost budget is accepted when every
+// role's model has a price, default or configured, and the error for one
+// without names the model, its role and where to add the price.
+func TestCostBudgetNeedsPrices(t *testing.T) {
+	if _, err := Load(LoadOptions{Environ: []string{"SELFCODE_DAILY_COST_BUDGET=5"}}); err != nil {
+		t.Fatalf("the default model has a default price: %v", err)
+	}
+	env := []string{"SELFCODE_DAILY_COST_BUDGET=5", "SELFCODE_LLM_MODEL_FIXER=my-fixer"}
+	_, err := Load(LoadOptions{Environ: env})
+	if err == nil || !strings.Contains(err.Error(), `"my-fixer"`) || !strings.Contains(err.Error(), "fixer role") || !strings.Contains(err.Error(), "SELFCODE_MODEL_PRICES") {
+		t.Fatalf("error %v", err)
+	}
+	c, err := Load(LoadOptions{Environ: append(env, "SELFCODE_MODEL_PRICES=my-fixer=1,0.5,2")})
+	if err != nil {
+		t.Fatalf("with the price: %v", err)
+	}
+	if c.DailyCostBudget != 5 || !c.Prices().Has("my-fixer") || !c.Prices().Has("gpt-4.1") {
+		t.Fatalf("budget %v, prices %v", c.DailyCostBudget, c.Prices())
 	}
 }
 

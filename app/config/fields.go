@@ -2,6 +2,7 @@ package config
 
 import (
 	"fmt"
+	"math"
 	"reflect"
 	"strconv"
 	"strings"
@@ -15,7 +16,7 @@ type FieldInfo struct {
 	Env     string // environment variable, e.g. "SELFCODE_WEBHOOK_SECRET"
 	YAML    string // key in the --config file, e.g. "webhook_secret"
 	Default string // default value as written in the tag; empty when none
-	Type    string // "string", "integer", "boolean" or "duration"
+	Type    string // "string", "integer", "number", "boolean" or "duration"
 	Secret  bool   // redacted whenever the configuration is rendered
 	Desc    string // one-line description
 }
@@ -79,6 +80,8 @@ func typeName(t reflect.Type) string {
 		return "boolean"
 	case reflect.Int, reflect.Int64:
 		return "integer"
+	case reflect.Float64:
+		return "number"
 	default:
 		return "string"
 	}
@@ -107,6 +110,15 @@ func (f field) set(c *Config, raw string) error {
 			return err
 		}
 		v.SetInt(n)
+	case v.Kind() == reflect.Float64:
+		n, err := strconv.ParseFloat(strings.TrimSpace(raw), 64)
+		if err != nil || math.IsNaN(n) || math.IsInf(n, 0) {
+			return fmt.Errorf("not a number: %q", raw)
+		}
+		if err := checkFloat(f.checks, n); err != nil {
+			return err
+		}
+		v.SetFloat(n)
 	case v.Kind() == reflect.Bool:
 		b, err := strconv.ParseBool(strings.TrimSpace(raw))
 		if err != nil {

@@ -13,6 +13,8 @@ import (
 
 	"github.com/robfig/cron/v3"
 	"gopkg.in/yaml.v3"
+
+	"github.com/selfcode/selfcode/app/pricing"
 )
 
 // Error kinds a caller can branch on with errors.Is.
@@ -118,7 +120,37 @@ func load(data []byte, file string, environ []string) (*Config, error) {
 	if err := c.derive(); err != nil {
 		return nil, err
 	}
+	if err := c.checkCostBudget(); err != nil {
+		return nil, err
+	}
 	return c, nil
+}
+
+// checkCostBudget: a daily cost budget needs every configured model's
+// price, or it could not be kept.
+func (c *Config) checkCostBudget() error {
+	if c.DailyCostBudget <= 0 {
+		return nil
+	}
+	prices := c.Prices()
+	for _, r := range []string{"planner", "editor", "fixer", "reporter"} {
+		if m := c.ModelFor(r); !prices.Has(m) {
+			return &FieldError{Key: "SELFCODE_DAILY_COST_BUDGET", Err: fmt.Errorf(
+				"needs the price of model %q (the %s role's), which has no default: add it to SELFCODE_MODEL_PRICES (model_prices) as %s=INPUT,CACHED_INPUT,OUTPUT dollars per million tokens", m, r, m)}
+		}
+	}
+	return nil
+}
+
+// Prices is the price table: the defaults with SELFCODE_MODEL_PRICES on
+// top (validated by Load; for a Config not made by Load, an invalid list
+// counts as empty).
+func (c *Config) Prices() *pricing.Table {
+	over, err := pricing.Parse(c.ModelPrices)
+	if err != nil {
+		over = nil
+	}
+	return pricing.New(over)
 }
 
 func envMap(environ []string) map[string]string {

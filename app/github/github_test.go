@@ -18,6 +18,7 @@ import (
 
 	"github.com/selfcode/selfcode/internal/ctxsleep"
 	"github.com/selfcode/selfcode/internal/fakegithub"
+	"github.com/selfcode/selfcode/internal/testclock"
 )
 
 var testKey = sync.OnceValue(func() []byte {
@@ -28,30 +29,11 @@ var testKey = sync.OnceValue(func() []byte {
 	return pem.EncodeToMemory(&pem.Block{Type: "RSA PRIVATE KEY", Bytes: x509.MarshalPKCS1PrivateKey(k)})
 })
 
-// fakeClock is shared by the fake server and the client, and advanced by the
-// recorded sleeps so rate-limit waits take no real time.
-type fakeClock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *fakeClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
-func (c *fakeClock) Advance(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.t = c.t.Add(d)
-}
-
 // sleeps records the waits the transport asked for.
 type sleeps struct {
 	mu    sync.Mutex
 	waits []time.Duration
-	clock *fakeClock
+	clock *testclock.Clock
 	real  bool
 }
 
@@ -63,7 +45,7 @@ func (s *sleeps) Sleep(ctx context.Context, d time.Duration) error {
 		return ctxsleep.Sleep(ctx, d)
 	}
 	if s.clock != nil {
-		s.clock.Advance(d)
+		s.clock.Add(d)
 	}
 	return ctx.Err()
 }
@@ -78,7 +60,7 @@ type env struct {
 	fake    *fakegithub.Server
 	factory *Factory
 	sleeps  *sleeps
-	clock   *fakeClock
+	clock   *testclock.Clock
 }
 
 const instID = 42
@@ -87,7 +69,7 @@ func setup(t *testing.T, fopts fakegithub.Options, mod func(*Options)) *env {
 	t.Helper()
 	// The JWT from ghinstallation uses the real clock, so the fake's clock starts
 	// at real time; tests advance it.
-	clock := &fakeClock{t: time.Now().Truncate(time.Second)}
+	clock := testclock.New(time.Now().Truncate(time.Second))
 	if fopts.Now == nil {
 		fopts.Now = clock.Now
 	}
@@ -689,13 +671,13 @@ func TestPermissionLevels(t *testing.T) {
 		t.Fatalf("cached answer not used: %q, %d requests", p, count()-before)
 	}
 	set("wes", "read") // access revoked: seen once the TTL passes
-	clock.Advance(time.Minute)
+	clock.Add(time.Minute)
 	if p, _ := pc.Check(ctxT(t), instID, "octo", "hello", "wes"); p != PermissionRead || count() != before+1 {
 		t.Fatalf("after TTL: %q, %d requests", p, count()-before)
 	}
 	// Errors other than 404 are returned, not cached as "none".
 	e.fake.InjectFault(fakegithub.Fault{PathPattern: "/repos/*/*/collaborators/**", Status: 403, Times: 1})
-	clock.Advance(time.Minute)
+	clock.Add(time.Minute)
 	if _, err := pc.Check(ctxT(t), instID, "octo", "hello", "wes"); !IsPermissionDenied(err) {
 		t.Fatalf("want ErrPermissionDenied, got %v", err)
 	}

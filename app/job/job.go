@@ -64,6 +64,11 @@ const (
 	// a command fails on the base too and its tests are unknown).
 	OutcomeUnverified Outcome = "unverified"
 	OutcomeError      Outcome = "error"
+	// OutcomeLimitReached: the job stopped at a limit (Job.Stop says
+	// which); the work so far is published as a draft marked unfinished
+	// (or, with nothing worth a pull request, as a comment), and
+	// `/selfcode retry` resumes from it. The job's state is failed.
+	OutcomeLimitReached Outcome = "limit_reached"
 )
 
 // Kind says what a job does when it runs.
@@ -156,14 +161,69 @@ type Publication struct {
 	Reacted           bool   `json:"reacted,omitempty"`
 }
 
-// Stop is why the worker cut a run short.
+// Stop is the limit a run was stopped at.
 type Stop string
 
 // Stops.
 const (
 	// StopOvertime: an overnight job reached SELFCODE_OVERNIGHT_MAX_DURATION.
 	StopOvertime Stop = "overtime"
+	// StopJobTimeout: the job reached its repository's limits.job_timeout
+	// (checkout to publish).
+	StopJobTimeout Stop = "job_timeout"
+	// StopMaxTokens: the job used its repository's limits.max_tokens.
+	StopMaxTokens Stop = "max_tokens"
+	// StopDailyTokens: the installation used SELFCODE_DAILY_TOKEN_BUDGET
+	// for the day.
+	StopDailyTokens Stop = "daily_tokens"
+	// StopDailyCost: the installation spent SELFCODE_DAILY_COST_BUDGET for
+	// the day.
+	StopDailyCost Stop = "daily_cost"
 )
+
+// Describe names the limit for people, with the setting that sets it.
+func (s Stop) Describe() string {
+	switch s {
+	case StopOvertime:
+		return "the overnight time limit (SELFCODE_OVERNIGHT_MAX_DURATION)"
+	case StopJobTimeout:
+		return "the job's time limit (limits.job_timeout)"
+	case StopMaxTokens:
+		return "the job's token limit (limits.max_tokens)"
+	case StopDailyTokens:
+		return "the installation's daily token budget (SELFCODE_DAILY_TOKEN_BUDGET)"
+	case StopDailyCost:
+		return "the installation's daily cost budget (SELFCODE_DAILY_COST_BUDGET)"
+	}
+	return string(s)
+}
+
+// StopError is a run stopped at a limit: the cause the worker cancels a
+// run's context with when time is up, and what the runner reports once
+// it has saved the work so far.
+type StopError struct {
+	Stop   Stop
+	Detail string // e.g. "45m0s", "1000 of 1000 tokens today"
+}
+
+func (e *StopError) Error() string {
+	if e.Detail == "" {
+		return "stopped at " + e.Stop.Describe()
+	}
+	return "stopped at " + e.Stop.Describe() + ": " + e.Detail
+}
+
+// Usage is what a job's model calls used, by token kind, and what they
+// cost. It describes the last run, like Tokens.
+type Usage struct {
+	PromptTokens       int `json:"prompt_tokens"`
+	CachedPromptTokens int `json:"cached_prompt_tokens"`
+	CompletionTokens   int `json:"completion_tokens"`
+	// CostUSD is the cost in dollars; null when a call's model has no
+	// price (UnpricedModels names them): unknown, never a made-up zero.
+	CostUSD        *float64 `json:"cost_usd"`
+	UnpricedModels []string `json:"unpriced_models,omitempty"`
+}
 
 // Job is one unit of work, stored as JSON under its ID.
 type Job struct {
@@ -192,12 +252,15 @@ type Job struct {
 	Reason         string    `json:"reason,omitempty"`
 	// Stop says why the worker stopped the run before it ended by itself
 	// (empty: it did not), so reports tell it without reading Error.
-	Stop            Stop    `json:"stop,omitempty"`
-	SupersededBy    string  `json:"superseded_by,omitempty"`
-	CancelRequested bool    `json:"cancel_requested,omitempty"`
-	TargetJobID     string  `json:"target_job_id,omitempty"` // control jobs: the job acted on
-	Tokens          int     `json:"tokens"`
-	Stages          []Stage `json:"stages,omitempty"`
+	Stop            Stop   `json:"stop,omitempty"`
+	SupersededBy    string `json:"superseded_by,omitempty"`
+	CancelRequested bool   `json:"cancel_requested,omitempty"`
+	TargetJobID     string `json:"target_job_id,omitempty"` // control jobs: the job acted on
+	Tokens          int    `json:"tokens"`
+	// Usage is the last run's tokens by kind and their cost (nil before a
+	// run made a model call).
+	Usage  *Usage  `json:"usage,omitempty"`
+	Stages []Stage `json:"stages,omitempty"`
 	// Time is where the last run's time went, part by part (queue wait,
 	// checkout, sandbox start, setup, baseline, model, verify, fix,
 	// publish); parts may overlap.

@@ -186,7 +186,7 @@ func (c *Client) chat(ctx context.Context, req chat.Request) (chat.Response, err
 			err = fmt.Errorf("%w: the answer has no choices", ErrBadReply)
 		}
 		if err == nil {
-			return c.finish(req.Role, resp), nil
+			return c.finish(req.Role, model, resp), nil
 		}
 		if ctxErr := ctx.Err(); ctxErr != nil {
 			return chat.Response{}, fmt.Errorf("%w (last error: %v)", ctxErr, err)
@@ -223,9 +223,9 @@ func (c *Client) chat(ctx context.Context, req chat.Request) (chat.Response, err
 	}
 }
 
-// finish maps a reply and charges its usage.
-func (c *Client) finish(role chat.Role, resp openai.ChatCompletionResponse) chat.Response {
-	out := fromOpenAI(resp, c.calls.Add(1))
+// finish maps a reply to a call for model and charges its usage.
+func (c *Client) finish(role chat.Role, model string, resp openai.ChatCompletionResponse) chat.Response {
+	out := fromOpenAI(model, resp, c.calls.Add(1))
 	if c.budget != nil {
 		c.budget.Add(role, out.Usage.Total)
 	}

@@ -595,3 +595,44 @@ func TestWrongAPIKeyIsUnauthorized(t *testing.T) {
 		t.Errorf("error leaks the key: %v", err)
 	}
 }
+
+// TestUsageByKind: the prompt's cached part comes from go-openai's
+// usage.prompt_tokens_details.cached_tokens, never more than the prompt;
+// the reply names the model asked for and the one that answered.
+func TestUsageByKind(t *testing.T) {
+	reply := func(usage string) string {
+		return `{"id":"c1","object":"chat.completion","model":"editor-model-2025-01-01","choices":[{"index":0,"message":{"role":"assistant","content":"hi"},"finish_reason":"stop"}],"usage":` + usage + `}`
+	}
+	tests := []struct {
+		name string
+		step fakeopenai.Step
+		want chat.Usage
+	}{
+		{"cached part reported", fakeopenai.Step{RawBody: reply(`{"prompt_tokens":100,"completion_tokens":10,"total_tokens":110,"prompt_tokens_details":{"cached_tokens":30}}`)},
+			chat.Usage{Prompt: 100, CachedPrompt: 30, Completion: 10, Total: 110}},
+		{"no details", fakeopenai.Step{RawBody: reply(`{"prompt_tokens":100,"completion_tokens":10,"total_tokens":110}`)},
+			chat.Usage{Prompt: 100, Completion: 10, Total: 110}},
+		{"details null", fakeopenai.Step{RawBody: reply(`{"prompt_tokens":100,"completion_tokens":10,"total_tokens":110,"prompt_tokens_details":null}`)},
+			chat.Usage{Prompt: 100, Completion: 10, Total: 110}},
+		{"cached beyond the prompt is cut to it", fakeopenai.Step{RawBody: reply(`{"prompt_tokens":10,"completion_tokens":1,"total_tokens":11,"prompt_tokens_details":{"cached_tokens":50}}`)},
+			chat.Usage{Prompt: 10, CachedPrompt: 10, Completion: 1, Total: 11}},
+		{"scripted step", fakeopenai.Step{Content: "hi", PromptTokens: 200, CachedTokens: 150, CompletionTokens: 20},
+			chat.Usage{Prompt: 200, CachedPrompt: 150, Completion: 20, Total: 220}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			fake := newFake(t, fakeopenai.Options{Script: []fakeopenai.Step{tt.step}})
+			c, _ := newClient(t, fake.URL(), nil)
+			resp, err := c.Chat(context.Background(), userRequest(chat.RoleEditor, "edit"))
+			if err != nil {
+				t.Fatalf("Chat: %v", err)
+			}
+			if resp.Usage != tt.want {
+				t.Errorf("usage %+v, want %+v", resp.Usage, tt.want)
+			}
+			if resp.Requested != "editor-model" || resp.Model == "" {
+				t.Errorf("requested %q, answered %q", resp.Requested, resp.Model)
+			}
+		})
+	}
+}

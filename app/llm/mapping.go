@@ -124,9 +124,9 @@ func withoutSchema(req openai.ChatCompletionRequest, s *chat.Schema) openai.Chat
 	return req
 }
 
-// fromOpenAI maps the first choice of a reply; call numbers the call, for
-// tool call ids the server left out.
-func fromOpenAI(resp openai.ChatCompletionResponse, call uint64) chat.Response {
+// fromOpenAI maps the first choice of a reply to a call for model; call
+// numbers the call, for tool call ids the server left out.
+func fromOpenAI(model string, resp openai.ChatCompletionResponse, call uint64) chat.Response {
 	ch := resp.Choices[0]
 	msg := chat.Message{Role: chat.Assistant, Content: ch.Message.Content}
 	if msg.Content == "" {
@@ -153,8 +153,11 @@ func fromOpenAI(resp openai.ChatCompletionResponse, call uint64) chat.Response {
 		Completion: resp.Usage.CompletionTokens,
 		Total:      resp.Usage.TotalTokens,
 	}
+	if d := resp.Usage.PromptTokensDetails; d != nil {
+		u.CachedPrompt = min(max(d.CachedTokens, 0), u.Prompt)
+	}
 	if u.Total == 0 {
 		u.Total = u.Prompt + u.Completion
 	}
-	return chat.Response{Message: msg, Usage: u, FinishReason: string(ch.FinishReason), Model: resp.Model}
+	return chat.Response{Message: msg, Usage: u, FinishReason: string(ch.FinishReason), Model: resp.Model, Requested: model}
 }

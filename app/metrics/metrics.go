@@ -37,6 +37,11 @@ type Metrics struct {
 	edits   *prometheus.CounterVec
 	classes *prometheus.CounterVec
 	tokens  *prometheus.CounterVec
+	// Money: dollars per model, calls whose model has no price, and each
+	// finished job's cost.
+	cost     *prometheus.CounterVec
+	unpriced *prometheus.CounterVec
+	jobCost  prometheus.Histogram
 }
 
 // New registers every collector on a fresh registry.
@@ -74,8 +79,19 @@ func New(o Options) *Metrics {
 		tokens: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "selfcode_model_tokens_total", Help: "Model tokens used by phase.",
 		}, []string{"phase"}),
+		cost: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "selfcode_model_cost_dollars_total", Help: "Dollars of model calls by model (priced by the price table).",
+		}, []string{"model"}),
+		unpriced: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "selfcode_model_calls_unpriced_total", Help: "Model calls whose model has no price, so their cost is unknown.",
+		}, []string{"model"}),
+		jobCost: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name: "selfcode_job_cost_dollars", Help: "Model cost of finished jobs whose cost is known.",
+			Buckets: []float64{.001, .005, .01, .05, .1, .25, .5, 1, 2.5, 5, 10, 25},
+		}),
 	}
 	m.reg.MustRegister(m.deliveries, m.webhookDur, m.jobDur, m.jobsDone, m.stageDur, m.queueWait, m.edits, m.classes, m.tokens,
+		m.cost, m.unpriced, m.jobCost,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	if o.Stats != nil {
 		m.reg.MustRegister(&storeCollector{src: o.Stats})
@@ -118,6 +134,9 @@ func (m *Metrics) JobFinished(j *job.Job) {
 		case stage.PartSandboxStart, stage.PartSetup, stage.PartBaseline, stage.PartModel:
 			m.stageDur.WithLabelValues(string(sp.Part)).Observe(sp.Seconds)
 		}
+	}
+	if j.Usage != nil && j.Usage.CostUSD != nil {
+		m.jobCost.Observe(*j.Usage.CostUSD)
 	}
 	due := j.CreatedAt
 	if j.ScheduledFor.After(due) {
@@ -170,3 +189,13 @@ func (m *Metrics) Verify(class string, n int) { m.classes.WithLabelValues(class)
 
 // Tokens counts model tokens by phase (pipeline.Observer).
 func (m *Metrics) Tokens(phase string, n int) { m.tokens.WithLabelValues(phase).Add(float64(n)) }
+
+// Cost counts one model call's price in dollars, or a call whose model has
+// no price (pipeline.Observer).
+func (m *Metrics) Cost(model string, dollars float64, priced bool) {
+	if !priced {
+		m.unpriced.WithLabelValues(model).Inc()
+		return
+	}
+	m.cost.WithLabelValues(model).Add(dollars)
+}

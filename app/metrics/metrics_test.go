@@ -17,8 +17,14 @@ func TestCountersReachTheHandler(t *testing.T) {
 	m.Edit("str_replace", "no_match")
 	m.Verify("regression", 2)
 	m.Tokens("planner", 1200)
+	m.Cost("gpt-4.1", 0.25, true)
+	m.Cost("gpt-4.1", 0.5, true)
+	m.Cost("my-model", 0, false)
+	cost := 0.42
+	m.JobFinished(&job.Job{Kind: job.KindRun, State: job.StateFailed, Outcome: job.OutcomeLimitReached, Usage: &job.Usage{}}) // cost unknown: not observed
 	start := time.Now().Add(-2 * time.Second)
 	m.JobFinished(&job.Job{Kind: job.KindRun, State: job.StateSucceeded, Outcome: job.OutcomePROpened, CreatedAt: start.Add(-time.Second),
+		Usage:     &job.Usage{CostUSD: &cost},
 		StartedAt: start, FinishedAt: start.Add(time.Second),
 		Stages: []job.Stage{{Name: stage.Checkout, StartedAt: start, FinishedAt: start.Add(300 * time.Millisecond)}, {Name: stage.Plan, StartedAt: start}}})
 	rec := httptest.NewRecorder()
@@ -32,6 +38,12 @@ func TestCountersReachTheHandler(t *testing.T) {
 		`selfcode_job_duration_seconds_count{kind="run",outcome="pr_opened",state="succeeded"} 1`,
 		`selfcode_stage_duration_seconds_bucket{stage="checkout",le="0.5"} 1`,
 		`selfcode_job_queue_wait_seconds_bucket{le="1"} 1`,
+		`selfcode_model_cost_dollars_total{model="gpt-4.1"} 0.75`,
+		`selfcode_model_calls_unpriced_total{model="my-model"} 1`,
+		`selfcode_job_cost_dollars_bucket{le="0.25"} 0`,
+		`selfcode_job_cost_dollars_bucket{le="0.5"} 1`,
+		`selfcode_job_cost_dollars_count 1`,
+		`selfcode_jobs_finished_total{kind="run",outcome="limit_reached",state="failed"} 1`,
 	} {
 		if !strings.Contains(string(body), want) {
 			t.Errorf("metrics lack %s", want)

@@ -20,24 +20,13 @@ import (
 	"github.com/selfcode/selfcode/app/job"
 	"github.com/selfcode/selfcode/app/overnight"
 	"github.com/selfcode/selfcode/app/runner"
+	"github.com/selfcode/selfcode/app/store"
 	"github.com/selfcode/selfcode/internal/e2e"
 	"github.com/selfcode/selfcode/internal/fakeopenai"
+	"github.com/selfcode/selfcode/internal/testclock"
 )
 
 const owner = e2e.Owner
-
-// clock is the fake clock the store, intake and scheduler read.
-type clock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *clock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
-func (c *clock) Set(t time.Time) {
-	c.mu.Lock()
-	c.t = t
-	c.mu.Unlock()
-}
 
 // receiver is the morning report webhook: it answers 503 to the first
 // failFirst requests, then stores what it gets.
@@ -86,7 +75,7 @@ func newEngine(hang ...string) *e2e.Scripted {
 // harness is the end-to-end harness on the fake clock.
 type harness struct {
 	*e2e.Harness
-	clk *clock
+	clk *testclock.Clock
 }
 
 // Tuesday 01:00 UTC; the window opens at 02:00 and lasts 6 hours.
@@ -99,7 +88,7 @@ var (
 // per repository; nil: the sample Go module in both).
 func newHarness(t *testing.T, eng runner.Pipeline, extraEnv []string, files map[string]map[string]string, script ...fakeopenai.Step) *harness {
 	t.Helper()
-	clk := &clock{t: t0}
+	clk := testclock.New(t0)
 	h := e2e.Start(t, e2e.Options{
 		GitHubOptions: e2e.GitHubOptions{Repos: map[string]map[string]string{"alpha": files["alpha"], "beta": files["beta"]},
 			Users: map[string]string{"maint": "maintain"}},
@@ -392,7 +381,7 @@ func TestDailyBudgetDefersWithOneComment(t *testing.T) {
 	eng := newEngine()
 	h := newHarness(t, eng, []string{"SELFCODE_DAILY_TOKEN_BUDGET=1000"}, nil)
 	ctx := context.Background()
-	if _, err := h.Server.Store.AddUsage(ctx, 1, t0.Format(time.DateOnly), 1000); err != nil {
+	if _, err := h.Server.Store.AddUsage(ctx, 1, t0.Format(time.DateOnly), store.DayUsage{Tokens: 1000}); err != nil {
 		t.Fatal(err)
 	}
 	b1 := h.Issue("beta", "Now please")

@@ -34,6 +34,14 @@ type Run struct {
 	Steps               []Step   `json:"steps"`
 	Narrative           string   `json:"narrative"`
 	NextSuggestedTarget string   `json:"nextSuggestedTarget"`
+	// Added after contract section 9's first fields (which stay as they
+	// are): the job's model tokens, their cost in dollars (null when a
+	// model has no price: unknown, not zero), and the limit it stopped at
+	// (max_tokens, daily_tokens, daily_cost, job_timeout, overtime;
+	// absent when none).
+	Tokens  int      `json:"tokens"`
+	CostUSD *float64 `json:"costUsd"`
+	Limit   job.Stop `json:"limit,omitempty"`
 }
 
 // Step is one pipeline step of a run.
@@ -82,6 +90,7 @@ func BuildRun(ctx context.Context, arts Artifacts, j *job.Job, moved *store.Move
 		Repository: j.Repo.FullName(), Issue: j.Issue, Outcome: Outcome(j),
 		DeficiencyAddressed: strings.TrimSpace(j.IssueTitle),
 		TargetFiles:         []string{}, BranchName: j.Publication.Branch, PRURL: j.Publication.PRURL,
+		Tokens: j.Tokens, CostUSD: jobCost(j), Limit: j.Stop,
 	}
 	if r.DeficiencyAddressed == "" {
 		r.DeficiencyAddressed = fmt.Sprintf("issue #%d", j.Issue)
@@ -161,9 +170,13 @@ func explain(j *job.Job, r Run, scope *pipeline.Scope, moved *store.MovedJob, lo
 	case r.Outcome == Pass:
 		b.WriteString("Posted a plan on the issue.")
 		next = fmt.Sprintf("Review the plan on %s.", ref)
-	case j.Stop == job.StopOvertime:
-		fmt.Fprintf(&b, "Stopped: the job ran longer than the overnight time limit after %s.", j.Duration().Round(time.Second))
-		next = fmt.Sprintf("Split %s into smaller issues (or raise SELFCODE_OVERNIGHT_MAX_DURATION) and label it again.", ref)
+	case j.Stop != "":
+		fmt.Fprintf(&b, "Stopped at %s after %s", j.Stop.Describe(), j.Duration().Round(time.Second))
+		if r.PRURL != "" {
+			b.WriteString("; the draft pull request " + r.PRURL + " holds the work so far")
+		}
+		b.WriteString(".")
+		next = fmt.Sprintf("Comment `/selfcode retry` on %s to resume from the saved work once %s allows, or split it into smaller issues.", ref, j.Stop.Describe())
 	case r.Outcome == Fail && j.Outcome == job.OutcomeUnverified:
 		b.WriteString("The change could not be verified")
 		if r.PRURL != "" {
@@ -199,6 +212,19 @@ func explain(j *job.Job, r Run, scope *pipeline.Scope, moved *store.MovedJob, lo
 		}
 	}
 	return b.String(), next
+}
+
+// jobCost is a job's cost in dollars: nil when unknown (a model without a
+// price, or tokens counted without their kinds); zero without model use.
+func jobCost(j *job.Job) *float64 {
+	if j.Usage != nil {
+		return j.Usage.CostUSD
+	}
+	if j.Tokens == 0 {
+		zero := 0.0
+		return &zero
+	}
+	return nil
 }
 
 func abbreviate(list []string, n int) []string {

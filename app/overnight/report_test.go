@@ -129,3 +129,55 @@ func TestDeliveryStopsOnAPermanentAnswer(t *testing.T) {
 		t.Fatalf("report %+v", got)
 	}
 }
+
+type noArtifacts struct{}
+
+func (noArtifacts) Artifact(ctx context.Context, id, name string) ([]byte, error) {
+	return nil, store.ErrNotFound
+}
+
+// TestRunCostAndLimit: each run says its tokens, its cost (null when
+// unknown, never a made-up zero) and the limit it stopped at, and a run
+// stopped at a limit points at its draft and at the retry that resumes it.
+func TestRunCostAndLimit(t *testing.T) {
+	t.Parallel()
+	cost := 0.42
+	start := time.Date(2026, 3, 10, 2, 0, 0, 0, time.UTC)
+	base := job.Job{Repo: job.Repo{Owner: "o", Name: "r"}, Issue: 5, IssueTitle: "Fix it", StartedAt: start, FinishedAt: start.Add(45 * time.Minute)}
+	tests := []struct {
+		name      string
+		edit      func(j *job.Job)
+		wantCost  *float64
+		wantLimit job.Stop
+		narrative []string
+	}{
+		{"stopped at the daily cost budget", func(j *job.Job) {
+			j.State, j.Outcome, j.Stop, j.Tokens = job.StateFailed, job.OutcomeLimitReached, job.StopDailyCost, 1200
+			j.Usage, j.Publication.PRURL = &job.Usage{CostUSD: &cost}, "https://github.example/o/r/pull/6"
+		}, &cost, job.StopDailyCost, []string{"Stopped at the installation's daily cost budget (SELFCODE_DAILY_COST_BUDGET) after 45m0s",
+			"the draft pull request https://github.example/o/r/pull/6 holds the work so far", "/selfcode retry"}},
+		{"overtime", func(j *job.Job) {
+			j.State, j.Outcome, j.Stop, j.Tokens = job.StateFailed, job.OutcomeLimitReached, job.StopOvertime, 10
+			j.Usage = &job.Usage{UnpricedModels: []string{"local"}}
+		}, nil, job.StopOvertime, []string{"Stopped at the overnight time limit (SELFCODE_OVERNIGHT_MAX_DURATION)"}},
+		{"tokens without their kinds: cost unknown", func(j *job.Job) {
+			j.State, j.Outcome, j.Tokens = job.StateSucceeded, job.OutcomePROpened, 42
+		}, nil, "", nil},
+	}
+	for _, tt := range tests {
+		j := base
+		tt.edit(&j)
+		r := BuildRun(context.Background(), noArtifacts{}, &j, nil, time.UTC)
+		if r.Tokens != j.Tokens || r.Limit != tt.wantLimit || (r.CostUSD == nil) != (tt.wantCost == nil) || (r.CostUSD != nil && *r.CostUSD != *tt.wantCost) {
+			t.Errorf("%s: tokens %d limit %q cost %v", tt.name, r.Tokens, r.Limit, r.CostUSD)
+		}
+		for _, w := range tt.narrative {
+			if !strings.Contains(r.Narrative+" "+r.NextSuggestedTarget, w) {
+				t.Errorf("%s: narrative %q / next %q lacks %q", tt.name, r.Narrative, r.NextSuggestedTarget, w)
+			}
+		}
+	}
+	if r := BuildRun(context.Background(), noArtifacts{}, &job.Job{Repo: base.Repo, Issue: 1, State: job.StateCanceled}, nil, time.UTC); r.CostUSD == nil || *r.CostUSD != 0 {
+		t.Errorf("a job without model use costs %v, want 0", r.CostUSD)
+	}
+}

@@ -13,7 +13,7 @@ import (
 
 // Fill writes what the pipeline produced into rep, the one report of a
 // job: summary, plan, verification table, verdict and reasons, test
-// changes, fix rounds, tokens and the logs worth reading. What the caller
+// changes, fix rounds, tokens and cost, and the logs worth reading. What the caller
 // set (job, repository, issue, state, files, branch) is kept, and so is
 // its summary when the pipeline has none.
 func Fill(rep *templates.Report, out *pipeline.Output, cfg *repoconfig.Config) {
@@ -22,6 +22,8 @@ func Fill(rep *templates.Report, out *pipeline.Output, cfg *repoconfig.Config) {
 	}
 	rep.FixAttempts, rep.MaxFixAttempts = out.FixAttempts, cfg.Limits.MaxFixAttempts
 	rep.Tokens = templates.TokenUsage{Total: out.Tokens, ByPhase: out.ByPhase}
+	dollars, known := out.Cost()
+	rep.Cost = templates.Cost{Dollars: dollars, Known: known, Unpriced: out.Spend.Unpriced}
 	rep.Duration = out.Duration
 	rep.Guidance = out.Guidance
 	if out.Scope != nil {

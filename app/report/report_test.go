@@ -6,6 +6,7 @@ import (
 
 	"github.com/selfcode/selfcode/app/report"
 	"github.com/selfcode/selfcode/pipeline"
+	"github.com/selfcode/selfcode/pipeline/chat"
 	"github.com/selfcode/selfcode/pipeline/repoconfig"
 	"github.com/selfcode/selfcode/templates"
 )
@@ -82,5 +83,30 @@ func TestFillNamesGuidance(t *testing.T) {
 	}
 	if !strings.Contains(body, "Repository guidance given to the model: `AGENTS.md`, `api/AGENTS.md`") {
 		t.Fatalf("PR body does not name the guidance:\n%s", body)
+	}
+}
+
+// The report's cost: dollars when every call was priced, unknown (with the
+// models lacking a price) otherwise, and unknown for tokens counted
+// without their kinds.
+func TestFillCost(t *testing.T) {
+	tests := []struct {
+		name string
+		out  pipeline.Output
+		want templates.Cost
+	}{
+		{"priced", pipeline.Output{Tokens: 10, Spend: pipeline.Spend{Usage: chat.Usage{Prompt: 8, Completion: 2, Total: 10}, Cost: 0.25}},
+			templates.Cost{Dollars: 0.25, Known: true}},
+		{"a model without a price", pipeline.Output{Tokens: 10, Spend: pipeline.Spend{Usage: chat.Usage{Total: 10}, Cost: 0.1, Unpriced: []string{"local"}}},
+			templates.Cost{Dollars: 0.1, Unpriced: []string{"local"}}},
+		{"tokens without kinds", pipeline.Output{Tokens: 42}, templates.Cost{}},
+		{"no model use", pipeline.Output{}, templates.Cost{Known: true}},
+	}
+	for _, tt := range tests {
+		rep := templates.Report{}
+		report.Fill(&rep, &tt.out, repoconfig.Default())
+		if rep.Cost.Dollars != tt.want.Dollars || rep.Cost.Known != tt.want.Known || strings.Join(rep.Cost.Unpriced, ",") != strings.Join(tt.want.Unpriced, ",") {
+			t.Errorf("%s: cost %+v, want %+v", tt.name, rep.Cost, tt.want)
+		}
 	}
 }

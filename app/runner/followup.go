@@ -154,7 +154,8 @@ func (x *run) iterations(ctx context.Context, branch string) []templates.Iterati
 	var its []templates.Iteration
 	for i := len(jobs) - 1; i >= 0; i-- {
 		j := jobs[i]
-		if j.Outcome != job.OutcomePROpened && j.Outcome != job.OutcomePRUpdated && j.Outcome != job.OutcomeVerificationFailed && j.Outcome != job.OutcomeUnverified {
+		if j.Outcome != job.OutcomePROpened && j.Outcome != job.OutcomePRUpdated && j.Outcome != job.OutcomeVerificationFailed &&
+			j.Outcome != job.OutcomeUnverified && j.Outcome != job.OutcomeLimitReached {
 			continue
 		}
 		it := templates.Iteration{Outcome: string(j.Outcome)}

@@ -2,6 +2,7 @@ package runner
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"maps"
@@ -40,8 +41,12 @@ type Options struct {
 	Now         func() time.Time
 	// History reads earlier jobs and their artifacts (the store): the plan
 	// and report of the job that opened a pull request, and the iterations
-	// shown in its body. May be nil.
+	// shown in its body, and the progress a run stopped at a limit kept
+	// for its retry. May be nil.
 	History History
+	// Budget, when set, gives each job its share of its installation's
+	// daily token and cost budgets (budget.Budget.Job).
+	Budget func(j *job.Job) pipeline.Budget
 }
 
 // History is the read side of the job store the runner needs.
@@ -294,6 +299,8 @@ func (x *run) finish(outcome job.Outcome, err error) {
 	defer cancel()
 	x.mu.Lock()
 	switch {
+	case errors.As(err, new(*job.StopError)):
+		x.rep.State, x.rep.Outcome, x.rep.Error = string(job.StateFailed), string(job.OutcomeLimitReached), err.Error()
 	case err != nil && errs.KindOf(err) == errs.KindCanceled:
 		x.rep.State, x.rep.Error = string(job.StateCanceled), "canceled"
 	case err != nil:
@@ -361,6 +368,9 @@ func unverifiedOutcome(v verify.Verdict) job.Outcome {
 
 func checkSummary(rep templates.Report) string {
 	var b strings.Builder
+	if u := rep.Unfinished; u != nil {
+		fmt.Fprintf(&b, "Unfinished: selfcode stopped at %s. This is the work so far; comment `%s retry` to resume it.\n\n", u.Limit, rep.CommandWord)
+	}
 	switch rep.Verdict {
 	case string(verify.Verified):
 		b.WriteString("Verified: the repository's own checks ran on this change and nothing that passed on the base commit fails now.\n\n")

@@ -47,9 +47,24 @@ type workspace struct {
 	// says why.
 	diverted bool
 	why      string
+	// resume is the saved work of the job's last run, stopped at a limit,
+	// that this run continues (nil: none).
+	resume *progress
 	// in is what the pipeline gets; the steps before execute fill it.
 	in      pipeline.Input
 	cleanup []func()
+	// diffBase, when set, is the commit the job's change is measured from
+	// when that is not where the checkout starts (a run resuming saved
+	// work); see from.
+	diffBase string
+}
+
+// from is the commit the job's change is measured from.
+func (w *workspace) from() string {
+	if w.diffBase != "" {
+		return w.diffBase
+	}
+	return w.ws.BaseSHA
 }
 
 func (w *workspace) close() {
@@ -58,18 +73,19 @@ func (w *workspace) close() {
 	}
 }
 
-// work runs the steps.
+// work runs the steps. A run stopped at a limit still publishes its work
+// so far (limits.go).
 func (x *run) work(ctx context.Context, client *gh.Client) (job.Outcome, error) {
 	w, outcome, err := x.checkout(ctx, client)
 	if w == nil {
-		return outcome, err
+		return x.stopped(ctx, client, nil, result{}, outcome, err)
 	}
 	defer w.close()
 	res, outcome, done, err := x.execute(ctx, client, w)
-	if done {
-		return outcome, err
+	if !done {
+		outcome, err = x.publish(ctx, client, w, res)
 	}
-	return x.publish(ctx, client, w, res)
+	return x.stopped(ctx, client, w, res, outcome, err)
 }
 
 // checkout finds where the work starts and checks it out. It returns a
@@ -89,6 +105,9 @@ func (x *run) checkout(ctx context.Context, client *gh.Client) (*workspace, job.
 	}
 	w.in = pipeline.Input{JobID: j.ID, Repository: j.Repo.FullName(), Issue: j.Issue, IssueTitle: j.IssueTitle, IssueBody: j.IssueBody,
 		Instructions: j.Instructions, PlanOnly: j.Kind == job.KindPlan, Progress: x}
+	if x.r.o.Budget != nil {
+		w.in.Budget = x.r.o.Budget(j)
+	}
 	start, outcome, done, err := x.target(ctx, client, w)
 	if done {
 		return nil, outcome, err
@@ -97,7 +116,15 @@ func (x *run) checkout(ctx context.Context, client *gh.Client) (*workspace, job.
 		w.close()
 		return nil, "", err
 	}
-	x.Stage(stage.Checkout, stage.Pass, fmt.Sprintf("%s at %.12s", w.branch, w.ws.BaseSHA))
+	summary := fmt.Sprintf("%s at %.12s", w.branch, w.ws.BaseSHA)
+	if w.resume != nil {
+		if err := x.resumeFrom(ctx, w, w.resume); err != nil {
+			w.close()
+			return nil, "", err
+		}
+		summary += ", resuming the work saved at a limit"
+	}
+	x.Stage(stage.Checkout, stage.Pass, summary)
 	if j.IsPR {
 		if err := x.prBaseline(ctx, client, w); err != nil {
 			w.close()
@@ -122,6 +149,9 @@ func (x *run) target(ctx context.Context, client *gh.Client, w *workspace) (star
 			x.Stage(stage.Checkout, stage.Fail, "could not read "+w.branch)
 			return "", "", true, fmt.Errorf("read %s: %w", w.branch, err)
 		}
+		if w.resume = x.resumable(ctx, w.branch, w.expected); w.resume != nil {
+			start = w.resume.Head // a retry of a run stopped at a limit goes on from its work
+		}
 		return start, "", false, nil
 	}
 	if w.pr, err = client.PullRequest(ctx, j.Repo.Owner, j.Repo.Name, j.Issue); err != nil {
@@ -142,6 +172,10 @@ func (x *run) target(ctx context.Context, client *gh.Client, w *workspace) (star
 		return "", job.OutcomeNoChange, true, x.pub.Comment(ctx, x.rep.Summary)
 	}
 	w.branch, start, w.base, w.fastForward = w.pr.HeadRef, w.pr.HeadSHA, w.pr.BaseRef, true
+	if p := x.resumable(ctx, w.pr.HeadRef, w.pr.HeadSHA); p != nil {
+		r := p.Resume // selfcode's pull request holds the saved work at its head
+		w.in.Resume = &r
+	}
 	if strings.HasPrefix(w.pr.HeadRef, "selfcode/") {
 		if _, err := x.rt.Update(ctx, func(jj *job.Job) error { jj.Publication.Branch = w.branch; return nil }); err == nil {
 			j.Publication.Branch = w.branch
@@ -217,16 +251,26 @@ type result struct {
 	verdict  verify.Verdict
 	// draftOnFailure is the repository's draft_on_failure (default true).
 	draftOnFailure bool
+	// out is the pipeline's output (nil when it did not run).
+	out *pipeline.Output
+	// stop, when set, is the limit the run stopped at: what is published
+	// is its work so far; during is the step it stopped in.
+	stop   *job.StopError
+	during stage.Name
 }
 
 // execute runs the pipeline on the checkout and fills the job's report
 // from its output. done is set when the job ends here: an error, a
 // repository with selfcode disabled, a plan too wide, or a plan posted.
 func (x *run) execute(ctx context.Context, client *gh.Client, w *workspace) (res result, outcome job.Outcome, done bool, err error) {
+	res.draftOnFailure = true
 	cfg, err := x.repoConfig(ctx, w)
 	if err != nil {
 		return res, "", true, err
 	}
+	// The repository's job_timeout bounds the whole job from its start.
+	x.rt.SetTimeout(cfg.Limits.JobTimeout)
+	res.draftOnFailure = cfg.DraftOnFailure
 	if !cfg.Enabled {
 		return res, "", true, x.skip(ctx, "selfcode is disabled for this repository (`enabled: false` in .selfcode.yml).")
 	}
@@ -270,13 +314,17 @@ func (x *run) execute(ctx context.Context, client *gh.Client, w *workspace) (res
 	report.Fill(&x.rep, out, cfg)
 	x.pipe = out.Took
 	x.mu.Unlock()
-	if out.Tokens > 0 {
-		if _, uerr := x.rt.Update(context.Background(), func(jj *job.Job) error { jj.Tokens = out.Tokens; return nil }); uerr != nil {
-			x.log.Warn("record tokens", "err", uerr)
-		}
+	x.recordUsage(out)
+	res = result{title: prTitle(out, x.j), verified: out.Verified, verdict: out.Verdict, draftOnFailure: cfg.DraftOnFailure, out: out}
+	if res.stop = budgetStop(out); res.stop != nil {
+		res.during = x.runningStage()
 	}
-	res = result{title: prTitle(out, x.j), verified: out.Verified, verdict: out.Verdict, draftOnFailure: cfg.DraftOnFailure}
 	switch {
+	case res.stop != nil && w.in.PlanOnly:
+		outcome, err := x.unfinishedComment(ctx, res)
+		return res, outcome, true, err
+	case res.stop != nil:
+		// Stopped at a limit: publish the work so far.
 	case err != nil:
 		return res, "", true, err
 	case out.Skipped != "":
@@ -350,6 +398,9 @@ func (x *run) publish(ctx context.Context, client *gh.Client, w *workspace, res 
 	if err != nil {
 		return "", err
 	}
+	if res.stop != nil {
+		return x.publishUnfinished(ctx, client, w, res, title, sha, changed)
+	}
 	if !changed {
 		x.Stage(stage.Publish, stage.Skipped, "no change to publish")
 		return job.OutcomeNoChange, nil
@@ -399,8 +450,10 @@ func (x *run) publish(ctx context.Context, client *gh.Client, w *workspace, res 
 }
 
 // commit records the files changed and the diff, and commits as the bot.
+// changed is set when the branch differs from where the change is
+// measured from (a commit made now, or by an earlier attempt to publish).
 func (x *run) commit(ctx context.Context, w *workspace, title string) (sha string, changed bool, err error) {
-	files, err := w.git.ChangedFiles(ctx, w.ws, w.ws.BaseSHA)
+	files, err := w.git.ChangedFiles(ctx, w.ws, w.from())
 	if err != nil {
 		return "", false, fmt.Errorf("list changed files: %w", err)
 	}
@@ -410,14 +463,14 @@ func (x *run) commit(ctx context.Context, w *workspace, title string) (sha strin
 		x.rep.FilesChanged = append(x.rep.FilesChanged, templates.FileChange{Path: f.Path, Action: f.Status, Added: f.Added, Deleted: f.Deleted, Binary: f.Binary})
 	}
 	x.mu.Unlock()
-	if diff, err := w.git.Diff(ctx, w.ws, w.ws.BaseSHA); err == nil {
+	if diff, err := w.git.Diff(ctx, w.ws, w.from()); err == nil {
 		_ = x.rt.PutArtifact(context.Background(), "diff.patch", []byte(diff))
 	}
 	sha, changed, err = w.git.Commit(ctx, w.ws, commitMessage(title, x.j, x.rep.Issue))
 	if err != nil {
 		return "", false, fmt.Errorf("commit: %w", err)
 	}
-	return sha, changed, nil
+	return sha, changed || sha != w.from(), nil
 }
 
 // push pushes the branch: fast-forward only on top of someone's commits,
@@ -437,6 +490,11 @@ func (x *run) push(ctx context.Context, w *workspace) error {
 	if err != nil {
 		x.Stage(stage.Publish, stage.Fail, "push failed")
 		return fmt.Errorf("push %s: %w", w.branch, err)
+	}
+	// The branch is there now: publishing again (after a time limit cut
+	// the first attempt short) leases on what was pushed.
+	if sha, err := w.git.HeadSHA(ctx, w.ws); err == nil {
+		w.expected = sha
 	}
 	return nil
 }
@@ -525,6 +583,8 @@ func (x *run) divert(ctx context.Context, w *workspace, why string) error {
 func (x *run) completeCheck(ctx context.Context, sha string, verified bool, verdict verify.Verdict) {
 	conclusion, title := "success", "Verified"
 	switch {
+	case x.report().Unfinished != nil:
+		conclusion, title = "neutral", "Unfinished: stopped at a limit"
 	case verified:
 	case verdict == verify.Unverified:
 		conclusion, title = "neutral", "Unverified"

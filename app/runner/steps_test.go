@@ -46,6 +46,7 @@ type runtime struct {
 	mu        sync.Mutex
 	j         job.Job
 	artifacts map[string][]byte
+	timeout   time.Duration // what the runner set
 }
 
 func (r *runtime) Update(ctx context.Context, fn func(*job.Job) error) (*job.Job, error) {
@@ -66,6 +67,12 @@ func (r *runtime) PutArtifact(ctx context.Context, name string, data []byte) err
 }
 
 func (r *runtime) Logger() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
+
+func (r *runtime) SetTimeout(d time.Duration) { r.mu.Lock(); r.timeout = d; r.mu.Unlock() }
+
+func (r *runtime) Grace() (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.Background(), time.Minute)
+}
 
 func (r *runtime) job() job.Job { r.mu.Lock(); defer r.mu.Unlock(); return r.j }
 

@@ -16,7 +16,9 @@ type jobHooks struct {
 	finished func(ctx context.Context, leased, ended *job.Job)
 }
 
-// overnight builds the overnight scheduler and the daily token budget.
+// overnight builds the overnight scheduler and the daily budgets, which
+// hold jobs back before they start (and, through the runner, refuse their
+// model calls once spent).
 func (s *Server) overnight(parts Parts, windows overnight.Windows, o Options) (jobHooks, error) {
 	cfg := s.cfg
 	var issues interface {
@@ -38,18 +40,12 @@ func (s *Server) overnight(parts Parts, windows overnight.Windows, o Options) (j
 		return jobHooks{}, err
 	}
 	s.Overnight = sched
-	b, err := budget.New(budget.Options{Ledger: s.Store, Limit: cfg.DailyTokenBudget, Location: cfg.Location(),
-		Now: s.Store.Now, Issues: issues, Logger: s.log})
+	s.budget, err = budget.New(budget.Options{Ledger: s.Store, Limit: cfg.DailyTokenBudget, CostLimit: cfg.DailyCostBudget,
+		Location: cfg.Location(), Now: s.Store.Now, Issues: issues, Logger: s.log})
 	if err != nil {
 		return jobHooks{}, err
 	}
-	return jobHooks{
-		admit: b.Admit,
-		finished: func(ctx context.Context, leased, ended *job.Job) {
-			b.Record(ctx, leased, ended)
-			sched.JobFinished(ctx, leased, ended)
-		},
-	}, nil
+	return jobHooks{admit: s.budget.Admit, finished: sched.JobFinished}, nil
 }
 
 // Enabled reports the kill switch: false keeps every pipeline job queued.

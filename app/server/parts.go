@@ -12,6 +12,7 @@ import (
 	"github.com/selfcode/selfcode/app/ghapp"
 	gh "github.com/selfcode/selfcode/app/github"
 	"github.com/selfcode/selfcode/app/gitops"
+	"github.com/selfcode/selfcode/app/job"
 	"github.com/selfcode/selfcode/app/llm"
 	"github.com/selfcode/selfcode/app/metrics"
 	"github.com/selfcode/selfcode/app/runner"
@@ -54,6 +55,12 @@ func (s *Server) parts(ctx context.Context, o Options) (Parts, error) {
 	}
 	cfg := s.cfg
 	pipe := o.Pipeline
+	if pipe == nil && o.Sandbox != nil {
+		var err error
+		if pipe, err = Pipeline(PipelineOptions{Config: cfg, Logger: s.log, Metrics: s.Metrics, Backend: o.Sandbox, Model: s.model}); err != nil {
+			return Parts{}, err
+		}
+	}
 	if pipe == nil {
 		sb, ready, err := Sandbox(ctx, cfg, s.Instance, s.log)
 		if err != nil {
@@ -105,6 +112,9 @@ func (s *Server) gitHubParts(ctx context.Context, o Options, pipe runner.Pipelin
 	run, err := runner.New(runner.Options{
 		Clients: factory, Templates: tm, Pipeline: pipe, CommandWord: cfg.Command, Logger: log, History: s.Store,
 		Git: runner.LazyGit(identity, gitops.Options{Dir: filepath.Join(cfg.DataDir, "git"), Logger: log}),
+		// The daily budgets are built with the overnight scheduler, after
+		// the parts; jobs run only once the server is built.
+		Budget: func(j *job.Job) pipeline.Budget { return s.budget.Job(j) },
 	})
 	if err != nil {
 		return Parts{}, err
@@ -132,6 +142,8 @@ type PipelineOptions struct {
 	// Sandbox runs verification; nil builds none (verification then fails
 	// with a clear error).
 	Sandbox *sandbox.Manager
+	// Backend, when set, is the sandbox backend instead of Sandbox's.
+	Backend pipeline.Sandbox
 	// Model is the one model client; nil builds one from the configuration.
 	Model chat.Model
 }
@@ -170,8 +182,11 @@ func Pipeline(o PipelineOptions) (*pipeline.Pipeline, error) {
 	if err != nil {
 		return nil, err
 	}
-	po := pipeline.Options{Model: model, Prompts: ps, Baseline: cache, Logger: log}
-	if o.Sandbox != nil {
+	po := pipeline.Options{Model: model, Prompts: ps, Baseline: cache, Logger: log, Prices: o.Config.Prices()}
+	switch {
+	case o.Backend != nil:
+		po.Sandbox = o.Backend
+	case o.Sandbox != nil:
 		po.Sandbox = sandbox.Backend{Manager: o.Sandbox}
 	}
 	if o.Metrics != nil {

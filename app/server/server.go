@@ -11,6 +11,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/selfcode/selfcode/app/budget"
 	"github.com/selfcode/selfcode/app/config"
 	gh "github.com/selfcode/selfcode/app/github"
 	"github.com/selfcode/selfcode/app/intake"
@@ -20,7 +21,9 @@ import (
 	"github.com/selfcode/selfcode/app/store"
 	"github.com/selfcode/selfcode/app/worker"
 	"github.com/selfcode/selfcode/handlers"
+	"github.com/selfcode/selfcode/pipeline"
 	"github.com/selfcode/selfcode/pipeline/chat"
+	"github.com/selfcode/selfcode/pipeline/repoconfig"
 )
 
 // Options configures a Server. serve passes the configuration only; the
@@ -35,6 +38,10 @@ type Options struct {
 	// Pipeline, when set, replaces the pipeline built from the
 	// configuration, and no sandbox is started (tests script the work).
 	Pipeline runner.Pipeline
+	// Sandbox, when set (and Pipeline is not), is the sandbox backend of
+	// the real pipeline instead of Docker (tests of the job path that do
+	// not verify).
+	Sandbox pipeline.Sandbox
 	// GitHub adjusts the GitHub client factory's options (tests shorten
 	// backoffs).
 	GitHub func(*gh.Options)
@@ -63,6 +70,7 @@ type Server struct {
 	enabled atomic.Bool // the kill switch, changeable at run time
 
 	model   chat.Model            // the one model client
+	budget  *budget.Budget        // the daily budgets (built after the parts; jobs use it once running)
 	ready   []handlers.ReadyCheck // beside the store's
 	caches  handlers.CacheAdmin   // the sandbox manager's caches, for the dashboard (nil: none)
 	closers []func() error        // run after the store closes (the sandbox manager)
@@ -128,7 +136,9 @@ func New(ctx context.Context, o Options) (*Server, error) {
 		Observer: s.Metrics, Workers: cfg.Workers, Instance: s.Instance, Logger: log,
 		Enabled: s.Enabled, Tick: o.Tick, Hold: parts.Hold,
 		Promote: s.Overnight.Promote, Admit: hooks.admit, Finished: hooks.finished,
-		OvernightMaxDuration: cfg.OvernightMaxDuration,
+		OvernightMaxDuration: cfg.OvernightMaxDuration, PublishGrace: cfg.PublishGrace,
+		// Until a job's runner reads its repository's limits.job_timeout.
+		JobTimeout: repoconfig.Default().Limits.JobTimeout,
 	})
 	if err != nil {
 		return nil, err

@@ -22,7 +22,8 @@ package store
 //	reports       report id (ULID, lower case; sorts by creation)  → Report as JSON (a morning report,
 //	              its payload and delivery state)
 //	usage         installation id (decimal) ‖ 0x00 ‖ day "YYYY-MM-DD" → 8-byte big-endian model tokens
-//	              used that day (daily token budget)
+//	              used that day ‖ 8-byte big-endian nano-dollars they cost (daily token and cost
+//	              budgets; a value written before cost was counted has the tokens only)
 //
 // A queued job that waits for a time (deferred by the daily budget) also has
 // a scheduled entry; PromoteDue returns it to the FIFO when its time comes.

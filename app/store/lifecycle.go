@@ -78,7 +78,7 @@ func (s *Store) Lease(ctx context.Context, lane Lane, owner string, ttl time.Dur
 			j.Attempts++
 			j.StartedAt, j.UpdatedAt = now, now
 			j.FinishedAt = time.Time{}
-			j.Tokens = 0 // tokens count this run (the daily budget adds each run's)
+			j.Tokens, j.Usage = 0, nil // tokens and cost count this run
 			l, _ := json.Marshal(lease{Owner: owner, Deadline: now.Add(ttl), Attempt: j.Attempts})
 			if err := tx.Bucket(bucketLeases).Put([]byte(j.ID), l); err != nil {
 				return err
@@ -145,7 +145,12 @@ func (s *Store) Finish(ctx context.Context, id string, r Result) (*job.Job, erro
 		}
 		prev := j.State
 		j.State, j.Outcome = r.State, r.Outcome
-		j.Error, j.Reason, j.Stop = r.Error, r.Reason, r.Stop
+		j.Error, j.Reason = r.Error, r.Reason
+		if r.State != job.StateQueued {
+			// Back in the queue the run has not ended: the limit its last
+			// run stopped at (what a retry resumes from) still stands.
+			j.Stop = r.Stop
+		}
 		j.UpdatedAt = now
 		j.CancelRequested = false
 		if r.State == job.StateQueued {

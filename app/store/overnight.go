@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
 	"time"
@@ -444,33 +445,54 @@ func usageKey(installationID int64, day string) []byte {
 	return append(append([]byte(strconv.FormatInt(installationID, 10)), 0), day...)
 }
 
-// AddUsage adds model tokens to an installation's count for day
-// ("YYYY-MM-DD") and returns the new total.
-func (s *Store) AddUsage(ctx context.Context, installationID int64, day string, tokens int64) (int64, error) {
-	var total int64
+// DayUsage is what an installation's model calls used on one day.
+type DayUsage struct {
+	Tokens int64
+	// NanoDollars is what the priced calls cost, in billionths of a
+	// dollar (calls to a model without a price add tokens only).
+	NanoDollars int64
+}
+
+// Dollars is the cost in dollars.
+func (u DayUsage) Dollars() float64 { return float64(u.NanoDollars) / 1e9 }
+
+// NanoDollars converts dollars to billionths of a dollar, rounded.
+func NanoDollars(dollars float64) int64 { return int64(math.Round(dollars * 1e9)) }
+
+// decodeUsage reads a usage value: 8 bytes (tokens, as schema 2 first
+// wrote it) or 16 (tokens, then nano-dollars).
+func decodeUsage(v []byte) DayUsage {
+	var u DayUsage
+	if len(v) >= 8 {
+		u.Tokens = int64(beUint64(v[:8]))
+	}
+	if len(v) >= 16 {
+		u.NanoDollars = int64(beUint64(v[8:16]))
+	}
+	return u
+}
+
+// AddUsage adds model use to an installation's count for day
+// ("YYYY-MM-DD") and returns the new total. Jobs add each call as it
+// happens, so concurrent jobs of one installation see each other's use.
+func (s *Store) AddUsage(ctx context.Context, installationID int64, day string, add DayUsage) (DayUsage, error) {
+	var total DayUsage
 	err := s.update(func(tx *bolt.Tx) error {
 		b := tx.Bucket(bucketUsage)
 		k := usageKey(installationID, day)
-		total = 0
-		if v := b.Get(k); len(v) == 8 {
-			total = int64(beUint64(v))
-		}
-		total += tokens
-		if total < 0 {
-			total = 0
-		}
-		return b.Put(k, u64(uint64(total)))
+		total = decodeUsage(b.Get(k))
+		total.Tokens = max(0, total.Tokens+add.Tokens)
+		total.NanoDollars = max(0, total.NanoDollars+add.NanoDollars)
+		return b.Put(k, append(u64(uint64(total.Tokens)), u64(uint64(total.NanoDollars))...))
 	})
 	return total, err
 }
 
-// Usage returns an installation's model tokens counted for day.
-func (s *Store) Usage(ctx context.Context, installationID int64, day string) (int64, error) {
-	var total int64
+// Usage returns an installation's model use counted for day.
+func (s *Store) Usage(ctx context.Context, installationID int64, day string) (DayUsage, error) {
+	var total DayUsage
 	err := s.view(func(tx *bolt.Tx) error {
-		if v := tx.Bucket(bucketUsage).Get(usageKey(installationID, day)); len(v) == 8 {
-			total = int64(beUint64(v))
-		}
+		total = decodeUsage(tx.Bucket(bucketUsage).Get(usageKey(installationID, day)))
 		return nil
 	})
 	return total, err

@@ -8,6 +8,7 @@ import (
 
 	"github.com/selfcode/selfcode/app/errs"
 	"github.com/selfcode/selfcode/app/job"
+	bolt "go.etcd.io/bbolt"
 )
 
 func overnightJob(repo string, issue int, at time.Time) *job.Job {
@@ -170,25 +171,35 @@ func TestUsageAndNotices(t *testing.T) {
 	tests := []struct {
 		inst  int64
 		day   string
-		add   int64
-		total int64
+		add   DayUsage
+		total DayUsage
 	}{
-		{1, "2026-11-21", 100, 100},
-		{1, "2026-11-21", 50, 150},
-		{1, "2026-11-22", 7, 7},
-		{2, "2026-11-21", 3, 3},
+		{1, "2026-11-21", DayUsage{Tokens: 100}, DayUsage{Tokens: 100}},
+		{1, "2026-11-21", DayUsage{Tokens: 50, NanoDollars: NanoDollars(0.25)}, DayUsage{Tokens: 150, NanoDollars: 250_000_000}},
+		{1, "2026-11-21", DayUsage{NanoDollars: NanoDollars(0.000_000_4)}, DayUsage{Tokens: 150, NanoDollars: 250_000_400}},
+		{1, "2026-11-22", DayUsage{Tokens: 7}, DayUsage{Tokens: 7}},
+		{2, "2026-11-21", DayUsage{Tokens: 3, NanoDollars: 9}, DayUsage{Tokens: 3, NanoDollars: 9}},
 	}
 	for _, tt := range tests {
 		got, err := s.AddUsage(ctx, tt.inst, tt.day, tt.add)
 		if err != nil || got != tt.total {
-			t.Fatalf("AddUsage(%d,%s,%d) = %d, %v; want %d", tt.inst, tt.day, tt.add, got, err, tt.total)
+			t.Fatalf("AddUsage(%d,%s,%+v) = %+v, %v; want %+v", tt.inst, tt.day, tt.add, got, err, tt.total)
 		}
 	}
-	if n, _ := s.Usage(ctx, 1, "2026-11-21"); n != 150 {
-		t.Fatalf("usage %d", n)
+	if u, _ := s.Usage(ctx, 1, "2026-11-21"); u.Tokens != 150 || u.Dollars() != 0.2500004 {
+		t.Fatalf("usage %+v (%v dollars)", u, u.Dollars())
 	}
-	if n, _ := s.Usage(ctx, 9, "2026-11-21"); n != 0 {
-		t.Fatalf("unknown installation usage %d", n)
+	if u, _ := s.Usage(ctx, 9, "2026-11-21"); u != (DayUsage{}) {
+		t.Fatalf("unknown installation usage %+v", u)
+	}
+	// A value written before cost was counted (tokens only) still reads.
+	if err := s.update(func(tx *bolt.Tx) error {
+		return tx.Bucket(bucketUsage).Put(usageKey(5, "2026-11-21"), u64(42))
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if u, err := s.AddUsage(ctx, 5, "2026-11-21", DayUsage{Tokens: 1, NanoDollars: 2}); err != nil || u != (DayUsage{Tokens: 43, NanoDollars: 2}) {
+		t.Fatalf("old value: %+v, %v", u, err)
 	}
 	if has, _ := s.HasNotice(ctx, "o/r#1", "budget"); has {
 		t.Fatal("notice before marking")

@@ -10,23 +10,12 @@ import (
 
 	"github.com/selfcode/selfcode/app/errs"
 	"github.com/selfcode/selfcode/app/job"
+	"github.com/selfcode/selfcode/internal/testclock"
 )
 
-type clock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *clock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
-func (c *clock) Add(d time.Duration) {
-	c.mu.Lock()
-	c.t = c.t.Add(d)
-	c.mu.Unlock()
-}
-
-func open(t *testing.T) (*Store, *clock, string) {
+func open(t *testing.T) (*Store, *testclock.Clock, string) {
 	t.Helper()
-	clk := &clock{t: time.Date(2026, 11, 21, 10, 0, 0, 0, time.UTC)}
+	clk := testclock.New(time.Date(2026, 11, 21, 10, 0, 0, 0, time.UTC))
 	path := filepath.Join(t.TempDir(), "selfcode.db")
 	s, err := Open(Options{Path: path, Now: clk.Now})
 	if err != nil {
@@ -211,7 +200,7 @@ func TestCancel(t *testing.T) {
 
 func TestRecoverLeases(t *testing.T) {
 	ctx := context.Background()
-	clk := &clock{t: time.Date(2026, 11, 21, 10, 0, 0, 0, time.UTC)}
+	clk := testclock.New(time.Date(2026, 11, 21, 10, 0, 0, 0, time.UTC))
 	path := filepath.Join(t.TempDir(), "selfcode.db")
 	s, err := Open(Options{Path: path, Now: clk.Now})
 	if err != nil {
@@ -497,5 +486,32 @@ func TestInstallationRecordedWithItsDelivery(t *testing.T) {
 	}
 	if _, err := s.GetInstallation(ctx, 42); !errs.Is(err, errs.KindNotFound) {
 		t.Fatal("a redelivery re-applied the installation")
+	}
+}
+
+// A job stopped at a limit keeps its stop through the retry that resumes
+// it, and through that run's returns to the queue, until a run ends.
+func TestStopLastsUntilARunEnds(t *testing.T) {
+	ctx := context.Background()
+	s, _, _ := open(t)
+	a := submit(t, s, "d1", runJob(5, ""))
+	take(t, s, LanePipeline)
+	if _, err := s.Finish(ctx, a.JobID, Result{State: job.StateFailed, Outcome: job.OutcomeLimitReached, Stop: job.StopDailyCost}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Retry(ctx, a.JobID, job.Trigger{Sender: "maintainer", Command: "retry"}); err != nil {
+		t.Fatal(err)
+	}
+	for i, r := range []Result{{State: job.StateQueued, Error: "the branch moved"}, {State: job.StateSucceeded, Outcome: job.OutcomePRUpdated}} {
+		got := take(t, s, LanePipeline)
+		if got == nil || got.Stop != job.StopDailyCost {
+			t.Fatalf("lease %d: %+v", i, got)
+		}
+		if _, err := s.Finish(ctx, a.JobID, r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if j := mustGet(t, s, a.JobID); j.Stop != "" {
+		t.Fatalf("stop %q after a run that ended", j.Stop)
 	}
 }

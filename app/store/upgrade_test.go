@@ -8,6 +8,7 @@ import (
 	bolt "go.etcd.io/bbolt"
 
 	"github.com/selfcode/selfcode/app/job"
+	"github.com/selfcode/selfcode/internal/testclock"
 )
 
 // A schema 1 file (written here as schema 1 wrote it: the newest job of an
@@ -17,7 +18,7 @@ import (
 // deduplicate; a second open changes nothing.
 func TestUpgradeFromSchema1(t *testing.T) {
 	t.Parallel()
-	clk := &clock{t: time.Date(2026, 11, 21, 10, 0, 0, 0, time.UTC)}
+	clk := testclock.New(time.Date(2026, 11, 21, 10, 0, 0, 0, time.UTC))
 	path := filepath.Join(t.TempDir(), "selfcode.db")
 	s, err := Open(Options{Path: path, Now: clk.Now})
 	if err != nil {

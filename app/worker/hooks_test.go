@@ -2,6 +2,8 @@ package worker
 
 import (
 	"context"
+	"errors"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -11,6 +13,7 @@ import (
 	"github.com/selfcode/selfcode/app/job"
 	"github.com/selfcode/selfcode/app/store"
 	"github.com/selfcode/selfcode/internal/poll"
+	"github.com/selfcode/selfcode/internal/testclock"
 )
 
 func TestRunnerSkipEndsCanceledWithTheReason(t *testing.T) {
@@ -120,5 +123,85 @@ func TestPromoteHookRunsEveryTick(t *testing.T) {
 		case <-timeout:
 			t.Fatalf("Promote called %d times", i)
 		}
+	}
+}
+
+// TestTimeLimitsStopTheRun: the whole run is bounded by the default job
+// timeout until the runner sets the repository's, and an overnight job by
+// its own limit too, whichever comes first; the run's context ends with a
+// *job.StopError naming it, the runner still has Grace to save its work,
+// and the job ends limit_reached with that stop.
+func TestTimeLimitsStopTheRun(t *testing.T) {
+	tests := []struct {
+		name       string
+		overnight  bool
+		setTimeout time.Duration // what the runner sets (0: nothing)
+		advance    time.Duration
+		want       job.Stop
+		detail     string
+	}{
+		{"the default before the runner knows the repository's", false, 0, time.Hour, job.StopJobTimeout, "the job ran 1h0m0s"},
+		{"the repository's job_timeout, shorter", false, 10 * time.Minute, 10 * time.Minute, job.StopJobTimeout, "the job ran 10m0s"},
+		{"the repository's job_timeout, longer", false, 3 * time.Hour, 3 * time.Hour, job.StopJobTimeout, "the job ran 3h0m0s"},
+		{"the overnight limit comes first", true, 2 * time.Hour, 30 * time.Minute, job.StopOvertime, "SELFCODE_OVERNIGHT_MAX_DURATION 30m0s"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			clk := testclock.New(time.Date(2026, 3, 1, 2, 0, 0, 0, time.UTC))
+			st, err := store.Open(store.Options{Path: filepath.Join(t.TempDir(), "selfcode.db"), Now: clk.Now})
+			if err != nil {
+				t.Fatal(err)
+			}
+			started := make(chan struct{})
+			var savedErr error
+			r := runFunc(func(ctx context.Context, j *job.Job, rt Runtime) (job.Outcome, error) {
+				if tt.setTimeout > 0 {
+					rt.SetTimeout(tt.setTimeout)
+				}
+				close(started)
+				<-ctx.Done()
+				stop := (*job.StopError)(nil)
+				if !errors.As(context.Cause(ctx), &stop) {
+					return "", ctx.Err()
+				}
+				gctx, cancel := rt.Grace()
+				defer cancel()
+				savedErr = rt.PutArtifact(gctx, "work.txt", []byte("saved"))
+				return job.OutcomeLimitReached, stop
+			})
+			pool, err := New(Options{Store: st, Runner: r, Permissions: perms{}, Notifier: &notes{}, Tick: 5 * time.Millisecond,
+				JobTimeout: time.Hour, OvernightMaxDuration: 30 * time.Minute})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := pool.Start(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() {
+				ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+				defer cancel()
+				pool.Shutdown(ctx)
+				st.Close()
+			})
+			rc, err := st.Submit(context.Background(), store.Submission{DeliveryID: "d", Action: store.ActionEnqueue,
+				Job: &job.Job{Repo: job.Repo{Owner: "o", Name: "r"}, Issue: 1, Overnight: tt.overnight, Trigger: job.Trigger{Sender: "maint", Command: "run"}}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			<-started
+			clk.Add(tt.advance)
+			var j *job.Job
+			poll.Until(t, "the job to stop", 10*time.Second, func() bool {
+				j, _ = st.Get(context.Background(), rc.JobID)
+				return j.State.Terminal()
+			})
+			if j.State != job.StateFailed || j.Outcome != job.OutcomeLimitReached || j.Stop != tt.want || !strings.Contains(j.Error, tt.want.Describe()) ||
+				!strings.Contains(j.Error, tt.detail) {
+				t.Fatalf("state %s outcome %s stop %s error %q", j.State, j.Outcome, j.Stop, j.Error)
+			}
+			if b, err := st.Artifact(context.Background(), rc.JobID, "work.txt"); err != nil || string(b) != "saved" || savedErr != nil {
+				t.Fatalf("work not saved in the grace period: %q %v %v", b, err, savedErr)
+			}
+		})
 	}
 }

@@ -24,6 +24,14 @@ type Runtime interface {
 	Update(ctx context.Context, fn func(*job.Job) error) (*job.Job, error)
 	PutArtifact(ctx context.Context, name string, data []byte) error
 	Logger() *slog.Logger
+	// SetTimeout sets how long the whole run may last from its start (the
+	// repository's limits.job_timeout, once the runner has read it); the
+	// run's context is then canceled with a *job.StopError cause.
+	SetTimeout(d time.Duration)
+	// Grace is the context a run stopped at a time limit saves its work
+	// in: Options.PublishGrace long, and ended early only by a shutdown
+	// that stops waiting for running jobs.
+	Grace() (context.Context, context.CancelFunc)
 }
 
 // PermissionChecker decides whether a job's sender may trigger selfcode.
@@ -90,7 +98,18 @@ type Options struct {
 	Finished func(ctx context.Context, leased, ended *job.Job)
 	// OvernightMaxDuration bounds each overnight job's run; zero: unbounded.
 	OvernightMaxDuration time.Duration
+	// JobTimeout bounds each pipeline job's whole run (checkout to
+	// publish) until its runner sets the repository's own
+	// (Runtime.SetTimeout); zero: unbounded until then.
+	JobTimeout time.Duration
+	// PublishGrace is how long a run stopped at a time limit may still
+	// take to save its work (Runtime.Grace); default DefaultPublishGrace.
+	PublishGrace time.Duration
 }
+
+// DefaultPublishGrace is the default Options.PublishGrace
+// (SELFCODE_PUBLISH_GRACE): enough to commit, push and open a draft.
+const DefaultPublishGrace = 2 * time.Minute
 
 // Pool runs jobs.
 type Pool struct {
@@ -109,15 +128,11 @@ type Pool struct {
 	kick chan struct{} // asks maintain to promote now
 }
 
-// OvertimeError begins the error text of an overnight job stopped at
-// Options.OvernightMaxDuration, for people; code reads job.StopOvertime.
-const OvertimeError = "stopped: the overnight job ran longer than its limit"
-
-// Causes a run context is canceled with.
+// Causes a run context is canceled with (and a *job.StopError at a time
+// limit).
 var (
 	errCanceled  = errors.New("job canceled")
 	errShutdown  = errors.New("server shutting down")
-	errOvertime  = errors.New("overnight time limit reached")
 	errDeferring = errors.New("job deferred")
 )
 
@@ -143,6 +158,9 @@ func New(opts Options) (*Pool, error) {
 	}
 	if opts.Instance == "" {
 		opts.Instance = "selfcode"
+	}
+	if opts.PublishGrace <= 0 {
+		opts.PublishGrace = DefaultPublishGrace
 	}
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
@@ -325,14 +343,43 @@ func (p *Pool) Kick() {
 	}
 }
 
-// watchOvertime cancels a run with errOvertime once the store's clock
-// reaches deadline, looking every Tick, until ctx ends.
-func (p *Pool) watchOvertime(ctx context.Context, deadline time.Time, cancel context.CancelCauseFunc) {
+// limits are the time limits of one run, read off the store's clock, so a
+// test that moves a fake clock decides when they are reached.
+type limits struct {
+	mu       sync.Mutex
+	start    time.Time
+	timeout  time.Duration // job_timeout from start; 0: none
+	overtime time.Time     // an overnight job's deadline; zero: none
+	detail   string        // overtime's setting, for the stop's detail
+}
+
+func (l *limits) setTimeout(d time.Duration) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.timeout = d
+}
+
+// reached is the limit now is at or past, or nil.
+func (l *limits) reached(now time.Time) *job.StopError {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if !l.overtime.IsZero() && !now.Before(l.overtime) {
+		return &job.StopError{Stop: job.StopOvertime, Detail: l.detail}
+	}
+	if l.timeout > 0 && !now.Before(l.start.Add(l.timeout)) {
+		return &job.StopError{Stop: job.StopJobTimeout, Detail: fmt.Sprintf("the job ran %s", l.timeout)}
+	}
+	return nil
+}
+
+// watchLimits cancels a run with its *job.StopError once the store's clock
+// reaches one of its limits, looking every Tick, until ctx ends.
+func (p *Pool) watchLimits(ctx context.Context, l *limits, cancel context.CancelCauseFunc) {
 	tick := time.NewTicker(p.o.Tick)
 	defer tick.Stop()
 	for {
-		if !p.o.Store.Now().Before(deadline) {
-			cancel(errOvertime)
+		if stop := l.reached(p.o.Store.Now()); stop != nil {
+			cancel(stop)
 			return
 		}
 		select {
@@ -347,10 +394,13 @@ func (p *Pool) execute(owner string, j *job.Job) {
 	log := p.log.With("job_id", j.ID, "repo", j.Repo.FullName(), "issue", j.Issue, "installation_id", j.InstallationID)
 	ctx, cancel := context.WithCancelCause(p.runCtx)
 	defer cancel(nil)
-	if j.Overnight && j.Kind != job.KindControl && p.o.OvernightMaxDuration > 0 {
-		// The limit is read off the store's clock, so a test that moves a
-		// fake clock through the window decides when it is reached.
-		go p.watchOvertime(ctx, p.o.Store.Now().Add(p.o.OvernightMaxDuration), cancel)
+	lim := &limits{start: p.o.Store.Now(), timeout: p.o.JobTimeout}
+	if j.Overnight && p.o.OvernightMaxDuration > 0 {
+		lim.overtime = lim.start.Add(p.o.OvernightMaxDuration)
+		lim.detail = fmt.Sprintf("SELFCODE_OVERNIGHT_MAX_DURATION %s", p.o.OvernightMaxDuration)
+	}
+	if j.Kind != job.KindControl {
+		go p.watchLimits(ctx, lim, cancel)
 	}
 	p.mu.Lock()
 	p.running[j.ID] = cancel
@@ -366,20 +416,26 @@ func (p *Pool) execute(owner string, j *job.Job) {
 	}
 
 	hbDone := make(chan struct{})
-	go p.heartbeat(ctx, j.ID, owner, hbDone, log)
+	// Beats until the run returns, through the grace a run stopped at a
+	// limit has to save its work.
+	go p.heartbeat(p.runCtx, j.ID, owner, hbDone, log)
 	defer close(hbDone)
 
 	log.Info("job started", "kind", j.Kind, "attempt", j.Attempts)
-	res := p.run(ctx, j, log)
+	res := p.run(ctx, j, log, lim)
+	var stop *job.StopError
 	switch cause := context.Cause(ctx); {
 	case errors.Is(res.err, errDeferring):
 		return
 	case errors.Is(cause, errShutdown):
 		log.Warn("job interrupted by shutdown; it runs again after restart")
 		return
-	case errors.Is(cause, errOvertime) && res.State != job.StateSucceeded:
-		res.Result = store.Result{State: job.StateFailed, Outcome: job.OutcomeError, Stop: job.StopOvertime,
-			Error: fmt.Sprintf("%s (SELFCODE_OVERNIGHT_MAX_DURATION %s)", OvertimeError, p.o.OvernightMaxDuration)}
+	case errors.As(cause, &stop) && res.State != job.StateSucceeded && res.Stop == "":
+		// Stopped at a time limit, and the runner did not save the work.
+		res.Result = store.Result{State: job.StateFailed, Outcome: job.OutcomeError, Stop: stop.Stop, Error: stop.Error()}
+		if res.Error != "" && res.Error != stop.Error() {
+			res.Result.Error += "; " + res.Error
+		}
 	case errors.Is(cause, errCanceled):
 		res.Result = store.Result{State: job.StateCanceled, Reason: "canceled on request"}
 		if cur, err := p.o.Store.Get(context.Background(), j.ID); err == nil && cur.Reason != "" {
@@ -427,7 +483,7 @@ type runResult struct {
 
 // run does the job and maps how it ended to a stored result. Panics become
 // failures.
-func (p *Pool) run(ctx context.Context, j *job.Job, log *slog.Logger) (res runResult) {
+func (p *Pool) run(ctx context.Context, j *job.Job, log *slog.Logger, lim *limits) (res runResult) {
 	defer func() {
 		if r := recover(); r != nil {
 			log.Error("job panicked", "panic", fmt.Sprint(r), "stack", string(debug.Stack()))
@@ -462,13 +518,18 @@ func (p *Pool) run(ctx context.Context, j *job.Job, log *slog.Logger) (res runRe
 			return runResult{err: errDeferring}
 		}
 	}
-	return runResult{Result: p.pipeline(ctx, j, log)}
+	return runResult{Result: p.pipeline(ctx, j, log, lim)}
 }
 
 // pipeline runs a pipeline job through the Runner and maps how it ended.
-func (p *Pool) pipeline(ctx context.Context, j *job.Job, log *slog.Logger) store.Result {
-	rt := &runtime{store: p.o.Store, id: j.ID, log: log}
+func (p *Pool) pipeline(ctx context.Context, j *job.Job, log *slog.Logger, lim *limits) store.Result {
+	rt := &runtime{store: p.o.Store, id: j.ID, log: log, limits: lim,
+		grace: func() (context.Context, context.CancelFunc) { return context.WithTimeout(p.runCtx, p.o.PublishGrace) }}
 	outcome, err := p.o.Runner.Run(ctx, j, rt)
+	if stop := (*job.StopError)(nil); errors.As(err, &stop) {
+		// Stopped at a limit; the runner saved the work so far.
+		return store.Result{State: job.StateFailed, Outcome: job.OutcomeLimitReached, Stop: stop.Stop, Error: stop.Error()}
+	}
 	if err != nil {
 		if context.Cause(ctx) != nil {
 			return store.Result{State: job.StateFailed, Outcome: job.OutcomeError, Error: err.Error()}
@@ -480,7 +541,8 @@ func (p *Pool) pipeline(ctx context.Context, j *job.Job, log *slog.Logger) store
 		}
 		return p.failure(j, err)
 	}
-	if outcome == job.OutcomeVerificationFailed || outcome == job.OutcomeUnverified || outcome == job.OutcomeError {
+	switch outcome {
+	case job.OutcomeVerificationFailed, job.OutcomeUnverified, job.OutcomeError, job.OutcomeLimitReached:
 		return store.Result{State: job.StateFailed, Outcome: outcome}
 	}
 	return store.Result{State: job.StateSucceeded, Outcome: outcome}
@@ -574,10 +636,16 @@ func (p *Pool) control(ctx context.Context, j *job.Job, log *slog.Logger) store.
 }
 
 type runtime struct {
-	store *store.Store
-	id    string
-	log   *slog.Logger
+	store  *store.Store
+	id     string
+	log    *slog.Logger
+	limits *limits
+	grace  func() (context.Context, context.CancelFunc)
 }
+
+func (r *runtime) SetTimeout(d time.Duration) { r.limits.setTimeout(d) }
+
+func (r *runtime) Grace() (context.Context, context.CancelFunc) { return r.grace() }
 
 func (r *runtime) Update(ctx context.Context, fn func(*job.Job) error) (*job.Job, error) {
 	return r.store.Update(ctx, r.id, fn)

@@ -49,7 +49,7 @@ The credentials file ` + "`selfcode setup`" + ` writes is such a YAML file (` + 
 		fmt.Fprintf(&b, "| `%s` | `%s` | %s | %s | %s |\n", f.Env, f.YAML, f.Type, def, desc)
 	}
 	b.WriteString(`
-Types: *duration* is a Go duration (` + "`90s`, `45m`, `1h30m`" + `); *boolean* is
+Types: *duration* is a Go duration (` + "`90s`, `45m`, `1h30m`" + `); *number* is a decimal number that may have a fraction (` + "`2.5`" + `); *boolean* is
 ` + "`true`" + ` or ` + "`false`" + `; *integer* is a decimal number.
 
 The repository side (` + "`.selfcode.yml`" + `) is described by its JSON Schema,

@@ -24,6 +24,7 @@ import (
 	"github.com/selfcode/selfcode/internal/fakeopenai"
 	"github.com/selfcode/selfcode/internal/fixtures"
 	"github.com/selfcode/selfcode/internal/poll"
+	"github.com/selfcode/selfcode/pipeline"
 )
 
 // Owner owns every sample repository; Secret signs every delivery;
@@ -168,8 +169,13 @@ func LabelPayload(action, repo string, issue int, label, title, sender string) [
 // Options configures Start.
 type Options struct {
 	GitHubOptions
-	// Pipeline does the jobs' work; nil: a new Scripted (Harness.Scripted).
+	// Pipeline does the jobs' work; nil: a new Scripted (Harness.Scripted),
+	// unless Sandbox is set.
 	Pipeline runner.Pipeline
+	// Sandbox, when set, makes the jobs run the real pipeline (prompts,
+	// the scripted model through the real OpenAI client, the budgets) on
+	// this sandbox backend (NullSandbox: no Docker, nothing verified).
+	Sandbox pipeline.Sandbox
 	// Script is the model's script (the morning report's narrative, or a
 	// real pipeline's plan and edits).
 	Script []fakeopenai.Step
@@ -208,7 +214,7 @@ func Start(t testing.TB, o Options) *Harness {
 	}
 	t.Cleanup(func() { model.Close() })
 	h.Model = model
-	if o.Pipeline == nil {
+	if o.Pipeline == nil && o.Sandbox == nil {
 		h.Scripted = NewScripted()
 		h.o.Pipeline = h.Scripted
 	}
@@ -234,7 +240,7 @@ func (h *Harness) StartServer() {
 	log := slog.New(slog.NewJSONHandler(&h.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	ctx, cancel := context.WithCancel(context.Background())
 	h.Server, err = server.New(ctx, server.Options{Config: cfg, Logger: log, Now: h.o.Now, Tick: h.o.Tick,
-		ReportBackoff: 10 * time.Millisecond, Pipeline: h.o.Pipeline,
+		ReportBackoff: 10 * time.Millisecond, Pipeline: h.o.Pipeline, Sandbox: h.o.Sandbox,
 		GitHub: func(o *gh.Options) { o.BaseBackoff = 10 * time.Millisecond }})
 	if err != nil {
 		cancel()

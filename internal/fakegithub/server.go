@@ -318,6 +318,9 @@ type Fault struct {
 	Body string
 	// Delay before answering (or before passing the request on when Status is 0).
 	Delay time.Duration
+	// Reached, when set, is called with each request the fault applies to,
+	// before the delay: a test waits on it to act while the request hangs.
+	Reached func(method, path string)
 }
 
 // InjectFault adds a fault. Faults are tried in the order they were added.
@@ -430,6 +433,9 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 
 	if f := s.matchFault(r.Method, r.URL.Path); f != nil {
+		if f.Reached != nil {
+			f.Reached(r.Method, r.URL.Path)
+		}
 		if f.Delay > 0 {
 			t := time.NewTimer(f.Delay)
 			select {

@@ -20,6 +20,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/selfcode/selfcode/internal/testclock"
 )
 
 // testKeyPEM is generated once per test binary so that each fake starts fast.
@@ -31,23 +33,6 @@ var testKeyPEM = sync.OnceValue(func() []byte {
 	defer s.Close()
 	return s.PrivateKeyPEM()
 })
-
-type clock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *clock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
-func (c *clock) Advance(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.t = c.t.Add(d)
-}
 
 func newServer(t *testing.T, opts Options) *Server {
 	t.Helper()
@@ -109,7 +94,7 @@ func signWith(t *testing.T, key *rsa.PrivateKey, claims map[string]any) string {
 }
 
 func TestAppJWT(t *testing.T) {
-	clk := &clock{t: time.Unix(1_800_000_000, 0)}
+	clk := testclock.New(time.Unix(1_800_000_000, 0))
 	s := newServer(t, Options{Now: clk.Now})
 	now := clk.Now().Unix()
 	other, err := rsa.GenerateKey(rand.Reader, 1024)
@@ -144,7 +129,7 @@ func TestAppJWT(t *testing.T) {
 }
 
 func TestTokensExpireAndUnknownRoutes(t *testing.T) {
-	clk := &clock{t: time.Unix(1_800_000_000, 0)}
+	clk := testclock.New(time.Unix(1_800_000_000, 0))
 	s := newServer(t, Options{Now: clk.Now, TokenTTL: 10 * time.Minute})
 	now := clk.Now().Unix()
 	jwt := signWith(t, s.key, map[string]any{"iss": "1", "iat": now - 30, "exp": now + 90})
@@ -185,7 +170,7 @@ func TestTokensExpireAndUnknownRoutes(t *testing.T) {
 		})
 	}
 
-	clk.Advance(10 * time.Minute)
+	clk.Add(10 * time.Minute)
 	if status, body, _ := do(t, "GET", s.URL()+"repos/octo/hello", "token "+tok, nil); status != 401 || body["message"] != "Bad credentials" {
 		t.Fatalf("expired token: %d %v", status, body)
 	}
@@ -317,7 +302,9 @@ func TestPullRequestValidation(t *testing.T) {
 func TestFaultInjection(t *testing.T) {
 	s := newServer(t, Options{})
 	s.InjectFault(Fault{Method: "GET", PathPattern: "/repos/*/*", Status: 502, Times: 2})
-	s.InjectFault(Fault{PathPattern: "/users/**", Status: 403, Headers: map[string]string{"Retry-After": "1"}, Body: `{"message":"You have exceeded a secondary rate limit"}`, Times: 1})
+	var reached []string
+	s.InjectFault(Fault{PathPattern: "/users/**", Status: 403, Headers: map[string]string{"Retry-After": "1"}, Body: `{"message":"You have exceeded a secondary rate limit"}`, Times: 1,
+		Reached: func(method, path string) { reached = append(reached, method+" "+path) }})
 	tok, _ := s.MintToken(7)
 	for i, want := range []int{502, 502, 200} {
 		if status, _, _ := do(t, "GET", s.URL()+"repos/octo/hello", "token "+tok, nil); status != want {
@@ -330,6 +317,9 @@ func TestFaultInjection(t *testing.T) {
 	}
 	if status, _, _ := do(t, "GET", s.URL()+"users/octo", "", nil); status != 200 {
 		t.Fatalf("after fault: %d", status)
+	}
+	if len(reached) != 1 || reached[0] != "GET /users/octo" {
+		t.Fatalf("Reached saw %v, want the one request the fault applied to", reached)
 	}
 	if got := len(s.RequestsMatching("GET", "/repos/octo/hello")); got != 3 {
 		t.Fatalf("recorded %d requests", got)

@@ -34,6 +34,7 @@ func (r *Recorder) Chat(ctx context.Context, req chat.Request) (chat.Response, e
 		Content:          resp.Message.Content,
 		PromptTokens:     resp.Usage.Prompt,
 		CompletionTokens: resp.Usage.Completion,
+		CachedTokens:     resp.Usage.CachedPrompt,
 		FinishReason:     resp.FinishReason,
 	}
 	for _, tc := range resp.Message.ToolCalls {

@@ -322,17 +322,17 @@ func reply(req Request, step Step) completion {
 	if completionTokens == 0 {
 		completionTokens = estimateTokens(outLen)
 	}
+	u := usage{PromptTokens: prompt, CompletionTokens: completionTokens, TotalTokens: prompt + completionTokens}
+	if step.CachedTokens > 0 {
+		u.PromptTokensDetails = &promptTokensDetails{CachedTokens: step.CachedTokens}
+	}
 	return completion{
 		ID:      fmt.Sprintf("chatcmpl-fake-%d", req.Seq),
 		Object:  "chat.completion",
 		Created: time.Now().Unix(),
 		Model:   req.Body.Model,
 		Choices: []choice{{Index: 0, Message: msg, FinishReason: finish}},
-		Usage: usage{
-			PromptTokens:     prompt,
-			CompletionTokens: completionTokens,
-			TotalTokens:      prompt + completionTokens,
-		},
+		Usage:   u,
 	}
 }
 

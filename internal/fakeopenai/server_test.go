@@ -460,6 +460,8 @@ func TestNewRejectsInvalidScript(t *testing.T) {
 		{"bad status", fakeopenai.Step{Status: 42}},
 		{"nameless tool", fakeopenai.Step{ToolCalls: []fakeopenai.ToolCall{{Arguments: "{}"}}}},
 		{"negative tokens", fakeopenai.Step{Content: "x", PromptTokens: -1}},
+		{"cached beyond the prompt", fakeopenai.Step{Content: "x", PromptTokens: 5, CachedTokens: 6}},
+		{"cached without a prompt count", fakeopenai.Step{Content: "x", CachedTokens: 6}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -25,6 +25,10 @@ type Step struct {
 	// "estimate from the request and reply lengths" (about 4 bytes a token).
 	PromptTokens     int `json:"prompt_tokens,omitempty"`
 	CompletionTokens int `json:"completion_tokens,omitempty"`
+	// CachedTokens is the part of the prompt reported as served from the
+	// prompt cache (usage.prompt_tokens_details.cached_tokens); at most
+	// the prompt's tokens.
+	CachedTokens int `json:"cached_tokens,omitempty"`
 	// FinishReason defaults to "tool_calls" when there are tool calls, else "stop".
 	FinishReason string `json:"finish_reason,omitempty"`
 
@@ -152,8 +156,11 @@ func (s Step) Validate() error {
 	if s.IsFault() && (s.Content != "" || len(s.ToolCalls) > 0) {
 		return errors.New("a fault step (status or raw_body) cannot also carry content or tool calls")
 	}
-	if s.PromptTokens < 0 || s.CompletionTokens < 0 {
+	if s.PromptTokens < 0 || s.CompletionTokens < 0 || s.CachedTokens < 0 {
 		return errors.New("token counts cannot be negative")
+	}
+	if s.CachedTokens > 0 && s.CachedTokens > s.PromptTokens {
+		return errors.New("cached_tokens needs prompt_tokens at least as large")
 	}
 	if s.Delay < 0 {
 		return errors.New("delay cannot be negative")

@@ -149,7 +149,7 @@ func TestRecordAndReplayThroughLLM(t *testing.T) {
 			if err != nil {
 				t.Fatalf("call %d (%s): %v", i, role, err)
 			}
-			resp.Model = "" // differs between the runs by design
+			resp.Model, resp.Requested = "", "" // differ between the runs by design
 			out = append(out, resp)
 		}
 		return out

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 )
 
 // Role is the pipeline role a call is made for; each may use its own model.
@@ -65,11 +66,21 @@ type Request struct {
 	MaxTokens int       `json:"max_tokens,omitempty"`
 }
 
-// Usage is the token count the API reported for one call.
+// Usage is the token count the API reported for one call, by kind.
 type Usage struct {
-	Prompt     int `json:"prompt_tokens"`
-	Completion int `json:"completion_tokens"`
-	Total      int `json:"total_tokens"`
+	Prompt int `json:"prompt_tokens"`
+	// CachedPrompt is the part of Prompt the API served from its prompt
+	// cache (usage.prompt_tokens_details.cached_tokens), billed at the
+	// cached-input price.
+	CachedPrompt int `json:"cached_prompt_tokens,omitempty"`
+	Completion   int `json:"completion_tokens"`
+	Total        int `json:"total_tokens"`
+}
+
+// Add sums two usages.
+func (u Usage) Add(v Usage) Usage {
+	return Usage{Prompt: u.Prompt + v.Prompt, CachedPrompt: u.CachedPrompt + v.CachedPrompt,
+		Completion: u.Completion + v.Completion, Total: u.Total + v.Total}
 }
 
 // Response is the model's reply.
@@ -77,7 +88,11 @@ type Response struct {
 	Message      Message `json:"message"`
 	Usage        Usage   `json:"usage"`
 	FinishReason string  `json:"finish_reason,omitempty"`
-	Model        string  `json:"model,omitempty"`
+	// Model is the model that answered, as the API names it (often a
+	// dated snapshot such as gpt-4o-2024-08-06); Requested is the model
+	// the call asked for, as configured.
+	Model     string `json:"model,omitempty"`
+	Requested string `json:"requested_model,omitempty"`
 }
 
 // Model is what the pipeline needs of a language model.
@@ -85,6 +100,39 @@ type Model interface {
 	Chat(ctx context.Context, req Request) (Response, error)
 }
 
-// ErrBudgetExhausted is returned (wrapped) when a call would exceed the job's
-// token budget; the pipeline stops cleanly with that reason.
+// ErrBudgetExhausted is returned (wrapped) when a call would exceed a
+// budget: the job's tokens, or its installation's tokens or dollars for the
+// day; the pipeline stops cleanly with that reason. A *BudgetError says which.
 var ErrBudgetExhausted = errors.New("token budget exhausted")
+
+// Limit names a budget a model call can be refused for.
+type Limit string
+
+// Budgets.
+const (
+	// LimitJobTokens: the job's own tokens (.selfcode.yml limits.max_tokens).
+	LimitJobTokens Limit = "max_tokens"
+	// LimitDailyTokens: the installation's tokens today
+	// (SELFCODE_DAILY_TOKEN_BUDGET).
+	LimitDailyTokens Limit = "daily_tokens"
+	// LimitDailyCost: the installation's dollars today
+	// (SELFCODE_DAILY_COST_BUDGET).
+	LimitDailyCost Limit = "daily_cost"
+)
+
+// BudgetError is a call refused because a budget is spent; it matches
+// ErrBudgetExhausted with errors.Is.
+type BudgetError struct {
+	Limit  Limit
+	Detail string // how much of it is used, e.g. "1000 of 1000 tokens today"
+}
+
+func (e *BudgetError) Error() string {
+	if e.Detail == "" {
+		return fmt.Sprintf("%v (%s)", ErrBudgetExhausted, e.Limit)
+	}
+	return fmt.Sprintf("%v (%s): %s", ErrBudgetExhausted, e.Limit, e.Detail)
+}
+
+// Is makes errors.Is(err, ErrBudgetExhausted) hold.
+func (e *BudgetError) Is(target error) bool { return target == ErrBudgetExhausted }
