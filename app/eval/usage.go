@@ -11,18 +11,17 @@ import (
 type Usage struct {
 	Input int `json:"input"` // prompt tokens, cached ones included
 	// CachedInput is the part of Input the provider served from its prompt
-	// cache. The model client does not report it yet, so it is 0 and
-	// every input token is priced as uncached.
+	// cache, billed at the cached-input price.
 	CachedInput int `json:"cached_input"`
 	Output      int `json:"output"`
 }
 
 // Pricer prices a model's usage in dollars (a price table per model:
-// input, cached input and output per million tokens).
+// input, cached input and output per million tokens; *pricing.Table).
 type Pricer interface {
-	// Cost is the price of u on model; ok is false when the model's price
-	// is not known.
-	Cost(model string, u Usage) (dollars float64, ok bool)
+	// Cost is the price of u at the first of models with a known price;
+	// ok is false when none has one.
+	Cost(u chat.Usage, models ...string) (dollars float64, ok bool)
 }
 
 // usageMeter passes calls to a model and adds up each model's usage, by
@@ -54,6 +53,7 @@ func (m *usageMeter) Chat(ctx context.Context, req chat.Request) (chat.Response,
 	m.mu.Lock()
 	u := m.by[name]
 	u.Input += resp.Usage.Prompt
+	u.CachedInput += resp.Usage.CachedPrompt
 	u.Output += resp.Usage.Completion
 	m.by[name] = u
 	m.mu.Unlock()
@@ -81,7 +81,8 @@ func cost(p Pricer, by map[string]Usage) *float64 {
 	}
 	total := 0.0
 	for model, u := range by {
-		c, ok := p.Cost(model, u)
+		c, ok := p.Cost(chat.Usage{Prompt: u.Input, CachedPrompt: u.CachedInput, Completion: u.Output,
+			Total: u.Input + u.Output}, model)
 		if !ok {
 			return nil
 		}

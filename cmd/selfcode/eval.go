@@ -78,7 +78,7 @@ func evalCmd() *cobra.Command {
 				models[r] = cfg.ModelFor(string(r))
 			}
 			rep, err := eval.Run(ctx, eval.Options{RepoDir: repo, Limit: limit, Fresh: fresh, Workers: cfg.Workers,
-				Model: model, Models: models,
+				Model: model, Models: models, Pricer: cfg.Prices(),
 				Pipeline: func(m chat.Model) (*pipeline.Pipeline, error) {
 					return server.Pipeline(server.PipelineOptions{Config: cfg, Logger: log, Sandbox: sb, Model: m})
 				},
