@@ -37,6 +37,8 @@ type Metrics struct {
 	edits   *prometheus.CounterVec
 	classes *prometheus.CounterVec
 	tokens  *prometheus.CounterVec
+	// reaped counts the sandbox objects the reaper removed.
+	reaped *prometheus.CounterVec
 }
 
 // New registers every collector on a fresh registry.
@@ -74,8 +76,11 @@ func New(o Options) *Metrics {
 		tokens: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "selfcode_model_tokens_total", Help: "Model tokens used by phase.",
 		}, []string{"phase"}),
+		reaped: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "selfcode_sandbox_reaped_total", Help: "Sandbox containers and work volumes the running server's reaper removed, by kind (container, volume) and reason (job_ended: its job no longer runs; orphan: not started by this process; deadline: past its deadline).",
+		}, []string{"kind", "reason"}),
 	}
-	m.reg.MustRegister(m.deliveries, m.webhookDur, m.jobDur, m.jobsDone, m.stageDur, m.queueWait, m.edits, m.classes, m.tokens,
+	m.reg.MustRegister(m.deliveries, m.webhookDur, m.jobDur, m.jobsDone, m.stageDur, m.queueWait, m.edits, m.classes, m.tokens, m.reaped,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	if o.Stats != nil {
 		m.reg.MustRegister(&storeCollector{src: o.Stats})
@@ -170,3 +175,7 @@ func (m *Metrics) Verify(class string, n int) { m.classes.WithLabelValues(class)
 
 // Tokens counts model tokens by phase (pipeline.Observer).
 func (m *Metrics) Tokens(phase string, n int) { m.tokens.WithLabelValues(phase).Add(float64(n)) }
+
+// SandboxReaped counts one container or volume the sandbox reaper removed
+// (sandbox.ReapObserver).
+func (m *Metrics) SandboxReaped(kind, reason string) { m.reaped.WithLabelValues(kind, reason).Inc() }

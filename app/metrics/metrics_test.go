@@ -17,6 +17,7 @@ func TestCountersReachTheHandler(t *testing.T) {
 	m.Edit("str_replace", "no_match")
 	m.Verify("regression", 2)
 	m.Tokens("planner", 1200)
+	m.SandboxReaped("container", "job_ended")
 	start := time.Now().Add(-2 * time.Second)
 	m.JobFinished(&job.Job{Kind: job.KindRun, State: job.StateSucceeded, Outcome: job.OutcomePROpened, CreatedAt: start.Add(-time.Second),
 		StartedAt: start, FinishedAt: start.Add(time.Second),
@@ -29,6 +30,7 @@ func TestCountersReachTheHandler(t *testing.T) {
 		`selfcode_edit_results_total{result="no_match",tool="str_replace"} 1`,
 		`selfcode_verify_classifications_total{class="regression"} 2`,
 		`selfcode_model_tokens_total{phase="planner"} 1200`,
+		`selfcode_sandbox_reaped_total{kind="container",reason="job_ended"} 1`,
 		`selfcode_job_duration_seconds_count{kind="run",outcome="pr_opened",state="succeeded"} 1`,
 		`selfcode_stage_duration_seconds_bucket{stage="checkout",le="0.5"} 1`,
 		`selfcode_job_queue_wait_seconds_bucket{le="1"} 1`,

@@ -17,6 +17,7 @@ import (
 	"github.com/selfcode/selfcode/app/metrics"
 	"github.com/selfcode/selfcode/app/overnight"
 	"github.com/selfcode/selfcode/app/runner"
+	"github.com/selfcode/selfcode/app/sandbox"
 	"github.com/selfcode/selfcode/app/store"
 	"github.com/selfcode/selfcode/app/worker"
 	"github.com/selfcode/selfcode/handlers"
@@ -47,6 +48,14 @@ type Options struct {
 	// ReportBackoff is the first wait between morning report deliveries;
 	// default 2s.
 	ReportBackoff time.Duration
+	// Sandbox, when set, is the sandbox manager whose containers the
+	// server's reaper watches (tests that script the pipeline start
+	// containers on one); nil: the one built from the configuration, or
+	// none when Pipeline is set.
+	Sandbox *sandbox.Manager
+	// ReapInterval is how often the sandbox reaper removes the containers
+	// of jobs that no longer run; default one minute.
+	ReapInterval time.Duration
 }
 
 // Server is a running selfcode.
@@ -62,10 +71,12 @@ type Server struct {
 
 	enabled atomic.Bool // the kill switch, changeable at run time
 
-	model   chat.Model            // the one model client
-	ready   []handlers.ReadyCheck // beside the store's
-	caches  handlers.CacheAdmin   // the sandbox manager's caches, for the dashboard (nil: none)
-	closers []func() error        // run after the store closes (the sandbox manager)
+	model     chat.Model            // the one model client
+	ready     []handlers.ReadyCheck // beside the store's
+	caches    handlers.CacheAdmin   // the sandbox manager's caches, for the dashboard (nil: none)
+	sandbox   *sandbox.Manager      // reaped every reapEvery while the server runs (nil: none)
+	reapEvery time.Duration
+	closers   []func() error // run after the store closes (the sandbox manager)
 
 	public, admin     *http.Server
 	publicLn, adminLn net.Listener
@@ -85,7 +96,7 @@ func New(ctx context.Context, o Options) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Server{cfg: cfg, log: log, Store: st}
+	s := &Server{cfg: cfg, log: log, Store: st, sandbox: o.Sandbox, reapEvery: o.ReapInterval}
 	ok := false
 	defer func() {
 		if !ok {
@@ -167,6 +178,13 @@ func (s *Server) Run(ctx context.Context) error {
 	octx, stopOvernight := context.WithCancel(context.Background())
 	overnightDone := make(chan struct{})
 	go func() { s.Overnight.Run(octx); close(overnightDone) }()
+	reaperDone := make(chan struct{})
+	go func() {
+		defer close(reaperDone)
+		if s.sandbox != nil {
+			s.sandbox.RunReaper(octx, sandbox.ReaperOptions{Interval: s.reapEvery, Jobs: runningJobs{s.Store}, Observer: s.Metrics})
+		}
+	}()
 	errc := make(chan error, 2)
 	serve := func(srv *http.Server, ln net.Listener, name string) {
 		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
@@ -191,6 +209,7 @@ func (s *Server) Run(ctx context.Context) error {
 	}
 	stopOvernight()
 	<-overnightDone
+	<-reaperDone
 	_ = s.admin.Shutdown(sctx)
 	if err := s.close(); err != nil && runErr == nil {
 		runErr = err
