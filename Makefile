@@ -55,6 +55,8 @@ fuzz:
 	$(GO) test ./app/config -run XXX -fuzz FuzzLoadYAML -fuzztime $(FUZZTIME)
 	$(GO) test ./pipeline/repoconfig -run XXX -fuzz FuzzParse -fuzztime $(FUZZTIME)
 	$(GO) test ./pipeline/tools -run XXX -fuzz FuzzStrReplace -fuzztime $(FUZZTIME)
+	$(GO) test ./pipeline/radius -run XXX -fuzz FuzzPythonImports -fuzztime $(FUZZTIME)
+	$(GO) test ./pipeline/radius -run XXX -fuzz FuzzJSImports -fuzztime $(FUZZTIME)
 	for f in FuzzParseGoJSON FuzzParseGoText FuzzParsePytest FuzzParseUnittest FuzzParseTAP FuzzParseMochaSpec FuzzParseJSReports FuzzParseJUnit; do \
 		$(GO) test ./pipeline/testreport -run XXX -fuzz "^$$f$$" -fuzztime $(FUZZTIME) || exit 1; \
 	done

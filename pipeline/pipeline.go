@@ -101,9 +101,6 @@ type Options struct {
 	RepoMapTokens int
 	// MaxPlanAttempts bounds planner retries on invalid replies. Default 3.
 	MaxPlanAttempts int
-	// Packages lists a Go checkout's packages for the blast radius of a
-	// plan; default GoList.
-	Packages PackageLister
 }
 
 // Pipeline runs jobs.
@@ -128,9 +125,6 @@ func New(o Options) (*Pipeline, error) {
 	}
 	if o.MaxPlanAttempts <= 0 {
 		o.MaxPlanAttempts = 3
-	}
-	if o.Packages == nil {
-		o.Packages = GoList{}
 	}
 	return &Pipeline{o: o}, nil
 }
@@ -162,6 +156,9 @@ type Input struct {
 	// Dir starts from; BaselineSHA names it for the baseline cache.
 	BaselineDir string
 	BaselineSHA string
+	// Unattended marks an overnight job: nobody watches it, so a plan
+	// whose blast radius cannot be computed is held, not carried out.
+	Unattended bool
 }
 
 // Stop reasons.

@@ -13,7 +13,6 @@ import (
 	"github.com/selfcode/selfcode/pipeline"
 	"github.com/selfcode/selfcode/pipeline/chat"
 	"github.com/selfcode/selfcode/prompts"
-	osexec "os/exec"
 )
 
 // lazyPipeline lets the test build the pipeline once the fake model runs.
@@ -36,9 +35,6 @@ func planTouching(path string) string {
 // needed: neither gets to verification).
 func TestSkippedJobsInTheReport(t *testing.T) {
 	t.Parallel()
-	if _, err := osexec.LookPath("go"); err != nil {
-		t.Skip("go not installed")
-	}
 	layered := map[string]string{
 		".selfcode.yml":    "limits: {blast_radius: 1}\n",
 		"go.mod":           "module example.com/layers\n\ngo 1.22\n",

@@ -88,7 +88,7 @@ func (x *run) checkout(ctx context.Context, client *gh.Client) (*workspace, job.
 		return nil, "", errs.E(errs.KindTransient, "git", err)
 	}
 	w.in = pipeline.Input{JobID: j.ID, Repository: j.Repo.FullName(), Issue: j.Issue, IssueTitle: j.IssueTitle, IssueBody: j.IssueBody,
-		Instructions: j.Instructions, PlanOnly: j.Kind == job.KindPlan, Progress: x}
+		Instructions: j.Instructions, PlanOnly: j.Kind == job.KindPlan, Progress: x, Unattended: j.Overnight}
 	start, outcome, done, err := x.target(ctx, client, w)
 	if done {
 		return nil, outcome, err
