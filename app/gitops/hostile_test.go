@@ -1,0 +1,200 @@
+package gitops
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// trap is an executable that appends how it was called to marker: a hook,
+// fsmonitor or driver that must never run.
+func trap(t *testing.T, marker string) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "trap")
+	script := "#!/bin/sh\necho \"$0 $*\" >>'" + marker + "'\ncat >/dev/null 2>&1\nexit 0\n"
+	if err := os.WriteFile(p, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// hookNames are the hooks a client-side git command may run.
+var hookNames = []string{"pre-commit", "prepare-commit-msg", "commit-msg", "post-commit", "post-checkout",
+	"post-merge", "pre-push", "reference-transaction", "post-index-change", "pre-auto-gc", "post-rewrite",
+	"fsmonitor-watchman", "push-to-checkout"}
+
+// hooksDir is a directory holding every hook, each the trap.
+func hooksDir(t *testing.T, trapPath string) string {
+	t.Helper()
+	dir := t.TempDir()
+	for _, h := range hookNames {
+		if err := os.Symlink(trapPath, filepath.Join(dir, h)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dir
+}
+
+// everyOperation runs what a job does with git on ws: change, stage,
+// diff, commit, push, reset.
+func everyOperation(t *testing.T, h *harness, ws *Workspace) {
+	t.Helper()
+	ctx := t.Context()
+	writeFile(t, filepath.Join(ws.Dir, "changed.txt"), "a change\n")
+	writeFile(t, filepath.Join(ws.Dir, "main.go"), "package main\n\nfunc main() { println(1) }\n")
+	if _, err := h.g.Diff(ctx, ws, ws.BaseSHA); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.g.ChangedFiles(ctx, ws, ws.BaseSHA); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := h.g.Commit(ctx, ws, "change"); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.g.PushSelfcodeBranch(ctx, ws, ws.Branch, "", StaticToken(testToken)); err != nil {
+		t.Fatal(err)
+	}
+	// Back to the commit before: a submodule's commit differs there.
+	if err := h.g.Reset(ctx, ws, "main~1"); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// templateDir is a git template directory whose hooks are the trap.
+func templateDir(t *testing.T, trapPath string) string {
+	t.Helper()
+	dir := t.TempDir()
+	if err := os.Symlink(hooksDir(t, trapPath), filepath.Join(dir, "hooks")); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+func noMarker(t *testing.T, marker, what string) {
+	t.Helper()
+	if b, err := os.ReadFile(marker); err == nil {
+		t.Fatalf("%s ran on the host:\n%s", what, b)
+	}
+}
+
+// Whatever is planted in a job's git directory — hooks, an fsmonitor, a
+// request to recurse into submodules — runs nothing: every selfcode git
+// call overrides them (hardening). The git directory lives outside the
+// checkout, so neither the model nor the sandbox can write it; this proves
+// the second line of defence.
+func TestPlantedGitConfigurationRunsNothing(t *testing.T) {
+	tests := []struct {
+		name  string
+		plant func(t *testing.T, ws *Workspace, trapPath string)
+	}{
+		{"hooks", func(t *testing.T, ws *Workspace, trapPath string) {
+			if err := os.MkdirAll(filepath.Join(ws.GitDir, "hooks"), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			for _, h := range hookNames {
+				if err := os.Symlink(trapPath, filepath.Join(ws.GitDir, "hooks", h)); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}},
+		{"core.hooksPath", func(t *testing.T, ws *Workspace, trapPath string) {
+			runGit(t, "", "--git-dir="+ws.GitDir, "config", "core.hooksPath", hooksDir(t, trapPath))
+		}},
+		{"core.fsmonitor", func(t *testing.T, ws *Workspace, trapPath string) {
+			runGit(t, "", "--git-dir="+ws.GitDir, "config", "core.fsmonitor", trapPath)
+		}},
+		{"submodule recursion", func(t *testing.T, ws *Workspace, trapPath string) {
+			runGit(t, "", "--git-dir="+ws.GitDir, "config", "submodule.recurse", "true")
+			runGit(t, "", "--git-dir="+ws.GitDir, "config", "submodule.active", "*")
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			remote := newFakeRemote(t)
+			h := newHarness(t)
+			human := remote.create(t, "acme", "widgets")
+			// A submodule the repository declares (its URL a local repository).
+			sub := remote.create(t, "acme", "sub")
+			human.write(".gitmodules", "[submodule \"evil\"]\n\tpath = evil\n\turl = "+remote.barePath("acme", "sub")+"\n")
+			runGit(t, human.dir, "add", ".gitmodules")
+			for i := range 2 {
+				sub.write("s.txt", fmt.Sprint(i))
+				subSHA := sub.commit("sub")
+				// The gitlink only (add --all would drop it: nothing is checked out).
+				runGit(t, human.dir, "update-index", "--add", "--cacheinfo", "160000,"+subSHA+",evil")
+				runGit(t, human.dir, "commit", "--quiet", "-m", "the submodule moves")
+			}
+			human.push("main")
+			marker := filepath.Join(t.TempDir(), "ran")
+			trapPath := trap(t, marker)
+			ws, err := h.g.NewWorkspace(t.Context(), WorkspaceOptions{Repo: remote.repo("acme", "widgets"), ID: "hostile",
+				Branch: "selfcode/issue-1", Base: "main", Token: StaticToken(testToken)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			tt.plant(t, ws, trapPath)
+			everyOperation(t, h, ws)
+			noMarker(t, marker, tt.name)
+			if ents, _ := os.ReadDir(filepath.Join(ws.Dir, "evil")); len(ents) != 0 {
+				t.Fatalf("the submodule was checked out: %v", ents)
+			}
+		})
+	}
+}
+
+// A repository's .gitattributes may name filter, diff, textconv and merge
+// drivers (and LFS); a host with such drivers defined in its git
+// configuration — system, global, XDG, or GIT_CONFIG_* in the environment
+// — still runs none of them for a job, nor the host's hooks or fsmonitor:
+// selfcode's git reads only the configuration selfcode wrote.
+func TestHostGitConfigurationNeverApplies(t *testing.T) {
+	remote := newFakeRemote(t)
+	h := newHarness(t)
+	human := remote.create(t, "acme", "widgets")
+	human.write(".gitattributes", "* filter=evil diff=evil merge=evil\n*.bin filter=lfs diff=lfs merge=lfs -text\n")
+	human.write(".lfsconfig", "[lfs]\n\turl = http://127.0.0.1:1/lfs\n")
+	human.write("data.bin", "binary\n")
+	human.commit("attributes naming drivers")
+	human.push("main")
+
+	marker := filepath.Join(t.TempDir(), "ran")
+	trapPath := trap(t, marker)
+	cfg := strings.Join([]string{
+		"[core]", "\thooksPath = " + hooksDir(t, trapPath), "\tfsmonitor = " + trapPath, "\tattributesFile = " + filepath.Join(t.TempDir(), "none"),
+		"[filter \"evil\"]", "\tclean = " + trapPath, "\tsmudge = " + trapPath, "\trequired = true",
+		"[filter \"lfs\"]", "\tclean = " + trapPath, "\tsmudge = " + trapPath, "\trequired = true",
+		"[diff \"evil\"]", "\ttextconv = " + trapPath, "\tcommand = " + trapPath,
+		"[diff]", "\texternal = " + trapPath,
+		"[merge \"evil\"]", "\tdriver = " + trapPath,
+		"[submodule]", "\trecurse = true",
+		"[init]", "\ttemplateDir = " + templateDir(t, trapPath),
+		"[credential]", "\thelper = " + trapPath,
+		"",
+	}, "\n")
+	home, xdg := t.TempDir(), t.TempDir()
+	writeFile(t, filepath.Join(home, ".gitconfig"), cfg)
+	writeFile(t, filepath.Join(xdg, "git", "config"), cfg)
+	t.Setenv("HOME", home)
+	t.Setenv("XDG_CONFIG_HOME", xdg)
+	t.Setenv("GIT_CONFIG_COUNT", "2")
+	t.Setenv("GIT_CONFIG_KEY_0", "core.hooksPath")
+	t.Setenv("GIT_CONFIG_VALUE_0", hooksDir(t, trapPath))
+	t.Setenv("GIT_CONFIG_KEY_1", "core.fsmonitor")
+	t.Setenv("GIT_CONFIG_VALUE_1", trapPath)
+	t.Setenv("GIT_CONFIG_PARAMETERS", "'filter.evil.smudge'='"+trapPath+"'")
+	t.Setenv("GIT_EXTERNAL_DIFF", trapPath)
+
+	ws, err := h.g.NewWorkspace(t.Context(), WorkspaceOptions{Repo: remote.repo("acme", "widgets"), ID: "attrs",
+		Branch: "selfcode/issue-2", Base: "main", Token: StaticToken(testToken)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	everyOperation(t, h, ws)
+	if _, err := h.g.ReadFileAt(context.Background(), ws, "main", ".gitattributes"); err != nil {
+		t.Fatal(err)
+	}
+	noMarker(t, marker, "a host git driver, hook or fsmonitor")
+}
