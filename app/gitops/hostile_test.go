@@ -2,6 +2,7 @@ package gitops
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -197,4 +198,78 @@ func TestHostGitConfigurationNeverApplies(t *testing.T) {
 		t.Fatal(err)
 	}
 	noMarker(t, marker, "a host git driver, hook or fsmonitor")
+}
+
+// A change that adds a credential-shaped string is not pushed — not to a
+// selfcode branch, not to someone's pull request branch — and the refusal
+// names the file and line, never the value; a credential already on the
+// base is not the change's doing.
+func TestPushRefusesCredentials(t *testing.T) {
+	remote := newFakeRemote(t)
+	h := newHarness(t)
+	human := remote.create(t, "acme", "widgets")
+	token := "ghp_" + "R8yKqW3nX7pL2mZ9vB4cT6hJ1sD5fG0aE8uQ"
+	human.write("legacy.txt", "old = "+"AKIA"+"Z3MT7QWERTYUIOPA\n")
+	human.commit("a key someone committed long ago")
+	human.push("main")
+	human.push("main:feature")
+	ctx := t.Context()
+	tok := StaticToken(testToken)
+	for _, tc := range []struct {
+		branch string
+		push   func(ws *Workspace) error
+	}{
+		{"selfcode/issue-3", func(ws *Workspace) error { return h.g.PushSelfcodeBranch(ctx, ws, ws.Branch, "", tok) }},
+		{"feature", func(ws *Workspace) error { return h.g.PushFastForward(ctx, ws, ws.Branch, tok) }},
+	} {
+		ws, err := h.g.NewWorkspace(ctx, WorkspaceOptions{Repo: remote.repo("acme", "widgets"), ID: "s-" + strings.ReplaceAll(tc.branch, "/", "-"),
+			Branch: tc.branch, Base: "main", Token: tok})
+		if err != nil {
+			t.Fatal(err)
+		}
+		before := remote.bareSHA(t, "acme", "widgets", "refs/heads/"+tc.branch)
+		writeFile(t, filepath.Join(ws.Dir, "main.go"), "package main\n\n// client\nvar token = \""+token+"\"\n\nfunc main() {}\n")
+		if _, _, err := h.g.Commit(ctx, ws, "use the API"); err != nil {
+			t.Fatal(err)
+		}
+		err = tc.push(ws)
+		var se *SecretsError
+		if !errors.Is(err, ErrSecretFound) || !errors.As(err, &se) || len(se.Findings) != 1 ||
+			se.Findings[0].File != "main.go" || se.Findings[0].Line != 4 {
+			t.Fatalf("%s: push = %v, want a refusal naming main.go:4", tc.branch, err)
+		}
+		if strings.Contains(err.Error(), token) || strings.Contains(h.logs.String(), token) {
+			t.Fatalf("the value is in the error or the logs: %v", err)
+		}
+		if after := remote.bareSHA(t, "acme", "widgets", "refs/heads/"+tc.branch); after != before {
+			t.Fatalf("%s moved on the remote: %s → %s", tc.branch, before, after)
+		}
+		diff, err := h.g.Diff(ctx, ws, ws.BaseSHA)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if red := h.g.RedactSecrets(ctx, diff); strings.Contains(red, token) || !strings.Contains(red, "[REDACTED]") || !strings.Contains(red, "// client") {
+			t.Fatalf("redacted diff:\n%s", red)
+		}
+		// A later commit that removes it does not take it out of the
+		// history being pushed.
+		writeFile(t, filepath.Join(ws.Dir, "main.go"), "package main\n\n// client\nvar token = os.Getenv(\"TOKEN\")\n\nfunc main() {}\n")
+		if _, _, err := h.g.Commit(ctx, ws, "read it from the environment"); err != nil {
+			t.Fatal(err)
+		}
+		if err := tc.push(ws); !errors.Is(err, ErrSecretFound) {
+			t.Fatalf("%s: a history holding a credential was pushed: %v", tc.branch, err)
+		}
+		// Rebuilt without it, the same branch pushes.
+		if err := h.g.Reset(ctx, ws, ws.BaseSHA); err != nil {
+			t.Fatal(err)
+		}
+		writeFile(t, filepath.Join(ws.Dir, "main.go"), "package main\n\n// client\nvar token = os.Getenv(\"TOKEN\")\n\nfunc main() {}\n")
+		if _, _, err := h.g.Commit(ctx, ws, "read it from the environment"); err != nil {
+			t.Fatal(err)
+		}
+		if err := tc.push(ws); err != nil {
+			t.Fatalf("%s: a clean change was refused: %v", tc.branch, err)
+		}
+	}
 }

@@ -411,7 +411,9 @@ func (x *run) commit(ctx context.Context, w *workspace, title string) (sha strin
 	}
 	x.mu.Unlock()
 	if diff, err := w.git.Diff(ctx, w.ws, w.ws.BaseSHA); err == nil {
-		_ = x.rt.PutArtifact(context.Background(), "diff.patch", []byte(diff))
+		// Kept with any credential-looking value removed: the work stays
+		// even when the push is refused for one, the value does not.
+		_ = x.rt.PutArtifact(context.Background(), "diff.patch", []byte(w.git.RedactSecrets(ctx, diff)))
 	}
 	sha, changed, err = w.git.Commit(ctx, w.ws, commitMessage(title, x.j, x.rep.Issue))
 	if err != nil {
@@ -433,6 +435,12 @@ func (x *run) push(ctx context.Context, w *workspace) error {
 	} else if err = w.git.PushSelfcodeBranch(ctx, w.ws, w.branch, w.expected, w.token); errors.Is(err, gitops.ErrLeaseRejected) {
 		x.Stage(stage.Publish, stage.Fail, "the branch moved while the job ran")
 		return errs.E(errs.KindTransient, "the branch moved while the job ran; running again", err)
+	}
+	var secrets *gitops.SecretsError
+	if errors.As(err, &secrets) {
+		x.Stage(stage.Publish, stage.Fail, "not pushed: credential-looking text at "+secrets.Findings[0].String())
+		return errs.E(errs.KindPermanent, "", fmt.Errorf("%w. Nothing was pushed; the change is kept, its flagged values removed, "+
+			"as the job's diff.patch artifact. Take the credential out (read it from the environment or a secret store) and run the job again", err))
 	}
 	if err != nil {
 		x.Stage(stage.Publish, stage.Fail, "push failed")
