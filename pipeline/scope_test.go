@@ -3,14 +3,13 @@ package pipeline_test
 import (
 	"context"
 	"encoding/json"
-	"os"
-	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
 
 	"github.com/selfcode/selfcode/app/llm"
 	"github.com/selfcode/selfcode/internal/fakeopenai"
+	"github.com/selfcode/selfcode/internal/tripwire"
 	"github.com/selfcode/selfcode/pipeline"
 	"github.com/selfcode/selfcode/pipeline/chat"
 	"github.com/selfcode/selfcode/pipeline/repoconfig"
@@ -92,7 +91,8 @@ func scopedOn(t *testing.T, files map[string]string, unattended bool, cfgYAML st
 // The guard measures the plan with no go command at all (the module's
 // go.mod names a toolchain nobody has).
 func TestScopeGuard(t *testing.T) {
-	marker := trapGo(t)
+	w := tripwire.New(t)
+	w.OnPath(t, "go")
 	tests := []struct {
 		name        string
 		cfg         string
@@ -154,23 +154,7 @@ func TestScopeGuard(t *testing.T) {
 			}
 		})
 	}
-	if _, err := os.Stat(marker); err == nil {
-		t.Fatal("the scope guard ran a go command on the host")
-	}
-}
-
-// trapGo puts a go command first on PATH that leaves a marker file when
-// anything runs it, and returns the marker's path.
-func trapGo(t *testing.T) string {
-	t.Helper()
-	bin := t.TempDir()
-	marker := filepath.Join(t.TempDir(), "go-ran")
-	script := "#!/bin/sh\necho ran >" + marker + "\nexit 1\n"
-	if err := os.WriteFile(filepath.Join(bin, "go"), []byte(script), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	t.Setenv("PATH", bin+string(os.PathListSeparator)+os.Getenv("PATH"))
-	return marker
+	w.Untouched(t, "the scope guard's go command")
 }
 
 // When the blast radius cannot be computed, an overnight job is held

@@ -8,36 +8,9 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/selfcode/selfcode/internal/tripwire"
 )
-
-// trap is an executable that appends how it was called to marker: a hook,
-// fsmonitor or driver that must never run.
-func trap(t *testing.T, marker string) string {
-	t.Helper()
-	p := filepath.Join(t.TempDir(), "trap")
-	script := "#!/bin/sh\necho \"$0 $*\" >>'" + marker + "'\ncat >/dev/null 2>&1\nexit 0\n"
-	if err := os.WriteFile(p, []byte(script), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	return p
-}
-
-// hookNames are the hooks a client-side git command may run.
-var hookNames = []string{"pre-commit", "prepare-commit-msg", "commit-msg", "post-commit", "post-checkout",
-	"post-merge", "pre-push", "reference-transaction", "post-index-change", "pre-auto-gc", "post-rewrite",
-	"fsmonitor-watchman", "push-to-checkout"}
-
-// hooksDir is a directory holding every hook, each the trap.
-func hooksDir(t *testing.T, trapPath string) string {
-	t.Helper()
-	dir := t.TempDir()
-	for _, h := range hookNames {
-		if err := os.Symlink(trapPath, filepath.Join(dir, h)); err != nil {
-			t.Fatal(err)
-		}
-	}
-	return dir
-}
 
 // everyOperation runs what a job does with git on ws: change, stage,
 // diff, commit, push, reset.
@@ -64,21 +37,14 @@ func everyOperation(t *testing.T, h *harness, ws *Workspace) {
 	}
 }
 
-// templateDir is a git template directory whose hooks are the trap.
-func templateDir(t *testing.T, trapPath string) string {
+// templateDir is a git template directory whose hooks are the wire.
+func templateDir(t *testing.T, w *tripwire.Wire) string {
 	t.Helper()
 	dir := t.TempDir()
-	if err := os.Symlink(hooksDir(t, trapPath), filepath.Join(dir, "hooks")); err != nil {
+	if err := os.Symlink(w.Hooks(t), filepath.Join(dir, "hooks")); err != nil {
 		t.Fatal(err)
 	}
 	return dir
-}
-
-func noMarker(t *testing.T, marker, what string) {
-	t.Helper()
-	if b, err := os.ReadFile(marker); err == nil {
-		t.Fatalf("%s ran on the host:\n%s", what, b)
-	}
 }
 
 // Whatever is planted in a job's git directory — hooks, an fsmonitor, a
@@ -89,25 +55,18 @@ func noMarker(t *testing.T, marker, what string) {
 func TestPlantedGitConfigurationRunsNothing(t *testing.T) {
 	tests := []struct {
 		name  string
-		plant func(t *testing.T, ws *Workspace, trapPath string)
+		plant func(t *testing.T, ws *Workspace, w *tripwire.Wire)
 	}{
-		{"hooks", func(t *testing.T, ws *Workspace, trapPath string) {
-			if err := os.MkdirAll(filepath.Join(ws.GitDir, "hooks"), 0o755); err != nil {
-				t.Fatal(err)
-			}
-			for _, h := range hookNames {
-				if err := os.Symlink(trapPath, filepath.Join(ws.GitDir, "hooks", h)); err != nil {
-					t.Fatal(err)
-				}
-			}
+		{"hooks", func(t *testing.T, ws *Workspace, w *tripwire.Wire) {
+			w.Link(t, filepath.Join(ws.GitDir, "hooks"), tripwire.HookNames...)
 		}},
-		{"core.hooksPath", func(t *testing.T, ws *Workspace, trapPath string) {
-			runGit(t, "", "--git-dir="+ws.GitDir, "config", "core.hooksPath", hooksDir(t, trapPath))
+		{"core.hooksPath", func(t *testing.T, ws *Workspace, w *tripwire.Wire) {
+			runGit(t, "", "--git-dir="+ws.GitDir, "config", "core.hooksPath", w.Hooks(t))
 		}},
-		{"core.fsmonitor", func(t *testing.T, ws *Workspace, trapPath string) {
-			runGit(t, "", "--git-dir="+ws.GitDir, "config", "core.fsmonitor", trapPath)
+		{"core.fsmonitor", func(t *testing.T, ws *Workspace, w *tripwire.Wire) {
+			runGit(t, "", "--git-dir="+ws.GitDir, "config", "core.fsmonitor", w.Path)
 		}},
-		{"submodule recursion", func(t *testing.T, ws *Workspace, trapPath string) {
+		{"submodule recursion", func(t *testing.T, ws *Workspace, _ *tripwire.Wire) {
 			runGit(t, "", "--git-dir="+ws.GitDir, "config", "submodule.recurse", "true")
 			runGit(t, "", "--git-dir="+ws.GitDir, "config", "submodule.active", "*")
 		}},
@@ -129,16 +88,15 @@ func TestPlantedGitConfigurationRunsNothing(t *testing.T) {
 				runGit(t, human.dir, "commit", "--quiet", "-m", "the submodule moves")
 			}
 			human.push("main")
-			marker := filepath.Join(t.TempDir(), "ran")
-			trapPath := trap(t, marker)
+			w := tripwire.New(t)
 			ws, err := h.g.NewWorkspace(t.Context(), WorkspaceOptions{Repo: remote.repo("acme", "widgets"), ID: "hostile",
 				Branch: "selfcode/issue-1", Base: "main", Token: StaticToken(testToken)})
 			if err != nil {
 				t.Fatal(err)
 			}
-			tt.plant(t, ws, trapPath)
+			tt.plant(t, ws, w)
 			everyOperation(t, h, ws)
-			noMarker(t, marker, tt.name)
+			w.Untouched(t, tt.name)
 			if ents, _ := os.ReadDir(filepath.Join(ws.Dir, "evil")); len(ents) != 0 {
 				t.Fatalf("the submodule was checked out: %v", ents)
 			}
@@ -161,17 +119,17 @@ func TestHostGitConfigurationNeverApplies(t *testing.T) {
 	human.commit("attributes naming drivers")
 	human.push("main")
 
-	marker := filepath.Join(t.TempDir(), "ran")
-	trapPath := trap(t, marker)
+	w := tripwire.New(t)
+	trapPath := w.Path
 	cfg := strings.Join([]string{
-		"[core]", "\thooksPath = " + hooksDir(t, trapPath), "\tfsmonitor = " + trapPath, "\tattributesFile = " + filepath.Join(t.TempDir(), "none"),
+		"[core]", "\thooksPath = " + w.Hooks(t), "\tfsmonitor = " + trapPath, "\tattributesFile = " + filepath.Join(t.TempDir(), "none"),
 		"[filter \"evil\"]", "\tclean = " + trapPath, "\tsmudge = " + trapPath, "\trequired = true",
 		"[filter \"lfs\"]", "\tclean = " + trapPath, "\tsmudge = " + trapPath, "\trequired = true",
 		"[diff \"evil\"]", "\ttextconv = " + trapPath, "\tcommand = " + trapPath,
 		"[diff]", "\texternal = " + trapPath,
 		"[merge \"evil\"]", "\tdriver = " + trapPath,
 		"[submodule]", "\trecurse = true",
-		"[init]", "\ttemplateDir = " + templateDir(t, trapPath),
+		"[init]", "\ttemplateDir = " + templateDir(t, w),
 		"[credential]", "\thelper = " + trapPath,
 		"",
 	}, "\n")
@@ -182,7 +140,7 @@ func TestHostGitConfigurationNeverApplies(t *testing.T) {
 	t.Setenv("XDG_CONFIG_HOME", xdg)
 	t.Setenv("GIT_CONFIG_COUNT", "2")
 	t.Setenv("GIT_CONFIG_KEY_0", "core.hooksPath")
-	t.Setenv("GIT_CONFIG_VALUE_0", hooksDir(t, trapPath))
+	t.Setenv("GIT_CONFIG_VALUE_0", w.Hooks(t))
 	t.Setenv("GIT_CONFIG_KEY_1", "core.fsmonitor")
 	t.Setenv("GIT_CONFIG_VALUE_1", trapPath)
 	t.Setenv("GIT_CONFIG_PARAMETERS", "'filter.evil.smudge'='"+trapPath+"'")
@@ -197,7 +155,7 @@ func TestHostGitConfigurationNeverApplies(t *testing.T) {
 	if _, err := h.g.ReadFileAt(context.Background(), ws, "main", ".gitattributes"); err != nil {
 		t.Fatal(err)
 	}
-	noMarker(t, marker, "a host git driver, hook or fsmonitor")
+	w.Untouched(t, "a host git driver, hook or fsmonitor")
 }
 
 // A change that adds a credential-shaped string is not pushed — not to a

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/selfcode/selfcode/internal/tripwire"
 	"github.com/selfcode/selfcode/pipeline"
 	"github.com/selfcode/selfcode/pipeline/verify"
 	"github.com/selfcode/selfcode/templates"
@@ -55,19 +56,10 @@ func TestRunOnAHostileCheckoutRunsNothingOfIt(t *testing.T) {
 	hgit(t, repo, "add", "--all")
 	hgit(t, repo, "commit", "--quiet", "-m", "base")
 
-	marker := filepath.Join(t.TempDir(), "ran")
-	trap := filepath.Join(t.TempDir(), "trap")
-	if err := os.WriteFile(trap, []byte("#!/bin/sh\necho \"$0 $*\" >>'"+marker+"'\ncat >/dev/null 2>&1\nexit 0\n"), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	for _, h := range []string{"reference-transaction", "post-checkout", "post-commit", "pre-commit", "prepare-commit-msg",
-		"commit-msg", "post-merge", "pre-auto-gc", "post-index-change", "fsmonitor-watchman"} {
-		if err := os.Symlink(trap, filepath.Join(repo, ".git", "hooks", h)); err != nil {
-			t.Fatal(err)
-		}
-	}
-	for _, kv := range [][2]string{{"core.fsmonitor", trap}, {"filter.evil.clean", trap}, {"filter.evil.smudge", trap},
-		{"diff.evil.textconv", trap}, {"diff.external", trap}} {
+	w := tripwire.New(t)
+	w.Link(t, filepath.Join(repo, ".git", "hooks"), tripwire.HookNames...)
+	for _, kv := range [][2]string{{"core.fsmonitor", w.Path}, {"filter.evil.clean", w.Path}, {"filter.evil.smudge", w.Path},
+		{"diff.evil.textconv", w.Path}, {"diff.external", w.Path}} {
 		hgit(t, repo, "config", kv[0], kv[1])
 	}
 
@@ -80,9 +72,7 @@ func TestRunOnAHostileCheckoutRunsNothingOfIt(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if b, err := os.ReadFile(marker); err == nil {
-		t.Fatalf("the checkout's own git configuration ran on the host:\n%s", b)
-	}
+	w.Untouched(t, "the checkout's own git configuration")
 	if res.Branch == "" || hgit(t, repo, "show", res.Branch+":data.txt") != "changed" {
 		t.Fatalf("branch %q does not hold the change", res.Branch)
 	}

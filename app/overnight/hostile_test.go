@@ -13,39 +13,11 @@ import (
 	"github.com/selfcode/selfcode/app/sandbox"
 	"github.com/selfcode/selfcode/internal/dockertest"
 	"github.com/selfcode/selfcode/internal/fakeopenai"
+	"github.com/selfcode/selfcode/internal/tripwire"
 	"github.com/selfcode/selfcode/pipeline"
 	"github.com/selfcode/selfcode/pipeline/chat"
 	"github.com/selfcode/selfcode/prompts"
 )
-
-// trap writes an executable that appends how it was called to marker —
-// anything that must never run on this machine — and returns its path.
-func trap(t *testing.T, marker string) string {
-	t.Helper()
-	p := filepath.Join(t.TempDir(), "trap")
-	if err := os.WriteFile(p, []byte("#!/bin/sh\necho \"$0 $*\" >>'"+marker+"'\ncat >/dev/null 2>&1\nexit 0\n"), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	return p
-}
-
-// trapGo puts a go command first on PATH that is the trap: any go that
-// runs on the host (a `go list`, a toolchain download) leaves the marker.
-func trapGo(t *testing.T, trapPath string) {
-	t.Helper()
-	bin := t.TempDir()
-	if err := os.Symlink(trapPath, filepath.Join(bin, "go")); err != nil {
-		t.Fatal(err)
-	}
-	t.Setenv("PATH", bin+string(os.PathListSeparator)+os.Getenv("PATH"))
-}
-
-func noMarker(t *testing.T, marker string) {
-	t.Helper()
-	if b, err := os.ReadFile(marker); err == nil {
-		t.Fatalf("something of the repository ran on the host:\n%s", b)
-	}
-}
 
 // realPipeline is the real pipeline on the harness's scripted model, with
 // the sandbox sb (nil: none).
@@ -77,8 +49,8 @@ func realPipeline(t *testing.T, h *harness, sb *sandbox.Manager) *pipeline.Pipel
 // radius — and no go command runs on the host. A plan touching code whose
 // imports selfcode cannot read holds its overnight job, saying why.
 func TestOvernightGuardDecidesWithoutRunningTheRepository(t *testing.T) {
-	marker := filepath.Join(t.TempDir(), "ran")
-	trapGo(t, trap(t, marker))
+	w := tripwire.New(t)
+	w.OnPath(t, "go")
 	toolchain := map[string]string{
 		".selfcode.yml":    "limits: {blast_radius: 1}\n",
 		"go.mod":           "module example.com/layers\n\ngo 1.99\n\ntoolchain go1.99.1\n",
@@ -125,7 +97,7 @@ func TestOvernightGuardDecidesWithoutRunningTheRepository(t *testing.T) {
 	if prs := h.GitHub.PullRequests(owner, "beta"); len(prs) != 0 {
 		t.Fatalf("a held job opened %+v", prs)
 	}
-	noMarker(t, marker)
+	w.Untouched(t, "a go command")
 }
 
 // An overnight job on a repository that does everything it can to run
@@ -139,16 +111,9 @@ func TestOvernightGuardDecidesWithoutRunningTheRepository(t *testing.T) {
 // nothing runs on the host.
 func TestOvernightOnAHostileRepositoryRunsNothingOnTheHost(t *testing.T) {
 	sb := dockertest.Manager(t) // before the environment below: it runs the docker CLI
-	marker := filepath.Join(t.TempDir(), "ran")
-	tr := trap(t, marker)
-	trapGo(t, tr)
-	hooks := t.TempDir()
-	for _, name := range []string{"pre-commit", "prepare-commit-msg", "commit-msg", "post-commit", "post-checkout", "post-merge",
-		"pre-push", "reference-transaction", "post-index-change", "pre-auto-gc", "post-rewrite", "fsmonitor-watchman"} {
-		if err := os.Symlink(tr, filepath.Join(hooks, name)); err != nil {
-			t.Fatal(err)
-		}
-	}
+	w := tripwire.New(t)
+	w.OnPath(t, "go")
+	tr, marker, hooks := w.Path, w.Marker, w.Hooks(t)
 	drivers := "[filter \"evil\"]\n\tclean = " + tr + "\n\tsmudge = " + tr + "\n\trequired = true\n" +
 		"[filter \"lfs\"]\n\tclean = " + tr + "\n\tsmudge = " + tr + "\n" +
 		"[diff \"evil\"]\n\ttextconv = " + tr + "\n\tcommand = " + tr + "\n[merge \"evil\"]\n\tdriver = " + tr + "\n"
@@ -198,11 +163,7 @@ func TestOvernightOnAHostileRepositoryRunsNothingOnTheHost(t *testing.T) {
 		t.Fatal(err)
 	}
 	f.Close()
-	for _, name := range []string{"post-checkout", "post-commit", "pre-commit", "prepare-commit-msg", "commit-msg", "post-merge", "pre-push"} {
-		if err := os.Symlink(tr, filepath.Join(bare, "hooks", name)); err != nil {
-			t.Fatal(err)
-		}
-	}
+	w.Link(t, filepath.Join(bare, "hooks"), "post-checkout", "post-commit", "pre-commit", "prepare-commit-msg", "commit-msg", "post-merge", "pre-push")
 
 	issue := h.Issue("alpha", "Document cents", "selfcode:overnight")
 	id := h.Label("labeled", "alpha", issue, "selfcode:overnight", "Document cents")
@@ -218,7 +179,7 @@ func TestOvernightOnAHostileRepositoryRunsNothingOnTheHost(t *testing.T) {
 	if got, err := h.GitHub.FileAt(owner, "alpha", prs[0].Head, "src/shop/money.py"); err != nil || !strings.Contains(got, "as cents") {
 		t.Fatalf("the change did not reach %s: %q %v", prs[0].Head, got, err)
 	}
-	noMarker(t, marker)
+	w.Untouched(t, "something of the repository")
 }
 
 func jsonArgs(v any) string { b, _ := json.Marshal(v); return string(b) }

@@ -73,6 +73,7 @@ func (s *Scanner) Scan(ctx context.Context, diff string) ([]Finding, string) {
 	for _, f := range addedLines(diff) {
 		raw := strings.Join(f.text, "\n")
 		s.mu.Lock()
+		//lint:ignore SA1019 detect.Fragment is the type DetectContext takes until gitleaks v9.
 		hits := s.d.DetectContext(ctx, detect.Fragment{Raw: raw, FilePath: f.path})
 		s.mu.Unlock()
 		for _, hit := range hits {

@@ -85,17 +85,14 @@ func readJavaScript(ctx context.Context, root string, t *tree, g *graph) error {
 			continue
 		}
 		from := unit{lang: JavaScript, name: rel}
-		g.add(from)
-		g.fileUnit[rel] = from
-		src, whole, err := readText(root, rel, MaxFileBytes)
+		src, ok, err := g.source(root, rel, from)
 		if err != nil {
-			return fmt.Errorf("read %s: %w", rel, err)
+			return err
 		}
-		if !whole {
-			g.skipped = append(g.skipped, rel)
+		if !ok {
 			continue
 		}
-		for _, spec := range jsImports(string(src)) {
+		for _, spec := range jsImports(src) {
 			if target, ok := r.resolve(rel, spec); ok && !isJSTest(target) && !jsIgnored(target) {
 				g.edge(from, unit{lang: JavaScript, name: target})
 			}

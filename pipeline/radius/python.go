@@ -144,8 +144,10 @@ func readPython(ctx context.Context, root string, t *tree, g *graph) error {
 		if !ok {
 			continue
 		}
-		g.add(from)
-		g.fileUnit[rel] = from
+		src, ok, err := g.source(root, rel, from)
+		if err != nil {
+			return err
+		}
 		// Loading a module runs its packages' __init__ first.
 		parts := strings.Split(from.name, ".")
 		for i := 1; i < len(parts); i++ {
@@ -155,15 +157,10 @@ func readPython(ctx context.Context, root string, t *tree, g *graph) error {
 				}
 			}
 		}
-		src, whole, err := readText(root, rel, MaxFileBytes)
-		if err != nil {
-			return fmt.Errorf("read %s: %w", rel, err)
-		}
-		if !whole {
-			g.skipped = append(g.skipped, rel)
+		if !ok {
 			continue
 		}
-		for _, imp := range pythonImports(string(src)) {
+		for _, imp := range pythonImports(src) {
 			for _, target := range resolvePython(t, byName, rel, imp) {
 				if u, ok := unitOf[target]; ok {
 					g.edge(from, u)

@@ -88,6 +88,22 @@ func (g *graph) add(u unit) {
 	g.langs[u.lang] = true
 }
 
+// source records that file rel is unit u and reads it; ok is false (and
+// the file named in Result.Skipped) when it is too large to read.
+func (g *graph) source(root, rel string, u unit) (src string, ok bool, err error) {
+	g.add(u)
+	g.fileUnit[rel] = u
+	b, whole, err := readText(root, rel, MaxFileBytes)
+	if err != nil {
+		return "", false, fmt.Errorf("read %s: %w", rel, err)
+	}
+	if !whole {
+		g.skipped = append(g.skipped, rel)
+		return "", false, nil
+	}
+	return string(b), true, nil
+}
+
 func (g *graph) edge(from, to unit) {
 	if from.key() == to.key() {
 		return
