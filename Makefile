@@ -56,6 +56,9 @@ fuzz:
 	$(GO) test ./pipeline/repoconfig -run XXX -fuzz FuzzParse -fuzztime $(FUZZTIME)
 	$(GO) test ./pipeline/tools -run XXX -fuzz FuzzStrReplace -fuzztime $(FUZZTIME)
 	$(GO) test ./app/pricing -run XXX -fuzz FuzzParse -fuzztime $(FUZZTIME)
+	$(GO) test ./pipeline/radius -run XXX -fuzz FuzzPythonImports -fuzztime $(FUZZTIME)
+	$(GO) test ./pipeline/radius -run XXX -fuzz FuzzJSImports -fuzztime $(FUZZTIME)
+	$(GO) test ./app/secretscan -run XXX -fuzz FuzzAddedLines -fuzztime $(FUZZTIME)
 	for f in FuzzParseGoJSON FuzzParseGoText FuzzParsePytest FuzzParseUnittest FuzzParseTAP FuzzParseMochaSpec FuzzParseJSReports FuzzParseJUnit; do \
 		$(GO) test ./pipeline/testreport -run XXX -fuzz "^$$f$$" -fuzztime $(FUZZTIME) || exit 1; \
 	done

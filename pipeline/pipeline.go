@@ -104,9 +104,6 @@ type Options struct {
 	RepoMapTokens int
 	// MaxPlanAttempts bounds planner retries on invalid replies. Default 3.
 	MaxPlanAttempts int
-	// Packages lists a Go checkout's packages for the blast radius of a
-	// plan; default GoList.
-	Packages PackageLister
 	// Prices prices each model call (nil: every cost is unknown).
 	Prices Pricer
 }
@@ -133,9 +130,6 @@ func New(o Options) (*Pipeline, error) {
 	}
 	if o.MaxPlanAttempts <= 0 {
 		o.MaxPlanAttempts = 3
-	}
-	if o.Packages == nil {
-		o.Packages = GoList{}
 	}
 	return &Pipeline{o: o}, nil
 }
@@ -173,6 +167,9 @@ type Input struct {
 	// Resume, when set, is the work of an earlier run of the job that
 	// stopped at a limit; Dir already holds it.
 	Resume *Resume
+	// Unattended marks an overnight job: nobody watches it, so a plan
+	// whose blast radius cannot be computed is held, not carried out.
+	Unattended bool
 }
 
 // Stop reasons.

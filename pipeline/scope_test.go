@@ -3,13 +3,13 @@ package pipeline_test
 import (
 	"context"
 	"encoding/json"
-	"os/exec"
 	"reflect"
 	"strings"
 	"testing"
 
 	"github.com/selfcode/selfcode/app/llm"
 	"github.com/selfcode/selfcode/internal/fakeopenai"
+	"github.com/selfcode/selfcode/internal/tripwire"
 	"github.com/selfcode/selfcode/pipeline"
 	"github.com/selfcode/selfcode/pipeline/chat"
 	"github.com/selfcode/selfcode/pipeline/repoconfig"
@@ -19,7 +19,7 @@ import (
 // layered is a module whose packages import each other in a chain:
 // cmd/tool → c → b → a, and d → a.
 var layered = map[string]string{
-	"go.mod":           "module example.com/layers\n\ngo 1.22\n",
+	"go.mod":           "module example.com/layers\n\ngo 1.99\n\ntoolchain go1.99.1\n",
 	"a/a.go":           "package a\n\nfunc A() int { return 1 }\n",
 	"a/a_test.go":      "package a\n",
 	"b/b.go":           "package b\n\nimport \"example.com/layers/a\"\n\nfunc B() int { return a.A() }\n",
@@ -45,51 +45,15 @@ func planTouching(files ...string) string {
 	return string(b)
 }
 
-func TestBlastRadius(t *testing.T) {
-	pkgs := []pipeline.GoPackage{
-		{ImportPath: "m/a", Dir: "/r/a"},
-		{ImportPath: "m/b", Dir: "/r/b", Deps: []string{"fmt", "m/a"}},
-		{ImportPath: "m/c", Dir: "/r/c", Deps: []string{"m/a", "m/b"}},
-		{ImportPath: "m/d", Dir: "/r/d", Deps: []string{"os"}},
-	}
-	tests := []struct {
-		name          string
-		files         []string
-		touched, want []string
-	}{
-		{"leaf package reaches its importers", []string{"a/x.go"}, []string{"m/a"}, []string{"m/b", "m/c"}},
-		{"touched packages are not their own radius", []string{"a/x.go", "b/y.go"}, []string{"m/a", "m/b"}, []string{"m/c"}},
-		{"top package has none", []string{"c/z.go"}, []string{"m/c"}, nil},
-		{"tests and other files touch nothing", []string{"a/x_test.go", "README.md", "a/data.json"}, nil, nil},
-		{"a new directory is no package yet", []string{"e/new.go"}, nil, nil},
-	}
-	for _, tt := range tests {
-		touched, radius := pipeline.BlastRadius(pkgs, "/r", tt.files)
-		if !reflect.DeepEqual(touched, tt.touched) || !reflect.DeepEqual(radius, tt.want) {
-			t.Errorf("%s: touched %v radius %v; want %v and %v", tt.name, touched, radius, tt.touched, tt.want)
-		}
-	}
-}
-
-func TestGoListOnARealModule(t *testing.T) {
-	if _, err := exec.LookPath("go"); err != nil {
-		t.Skip("go not installed")
-	}
-	dir, _ := gitRepo(t, layered)
-	pkgs, err := pipeline.GoList{}.Packages(context.Background(), dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	touched, radius := pipeline.BlastRadius(pkgs, dir, []string{"a/a.go"})
-	want := []string{"example.com/layers/b", "example.com/layers/c", "example.com/layers/cmd/tool", "example.com/layers/d"}
-	if !reflect.DeepEqual(touched, []string{"example.com/layers/a"}) || !reflect.DeepEqual(radius, want) {
-		t.Fatalf("touched %v radius %v", touched, radius)
-	}
-}
-
 // scoped runs the pipeline (without a sandbox: a plan within limits stops at
 // verification) on the layered module with a scripted planner.
 func scoped(t *testing.T, cfgYAML string, plans ...string) (*pipeline.Output, *recorder, *fakeopenai.Server, error) {
+	t.Helper()
+	return scopedOn(t, layered, false, cfgYAML, plans...)
+}
+
+// scopedOn is scoped on files, as an overnight (unattended) job or not.
+func scopedOn(t *testing.T, files map[string]string, unattended bool, cfgYAML string, plans ...string) (*pipeline.Output, *recorder, *fakeopenai.Server, error) {
 	t.Helper()
 	var script []fakeopenai.Step
 	for _, p := range plans {
@@ -117,17 +81,18 @@ func scoped(t *testing.T, cfgYAML string, plans ...string) (*pipeline.Output, *r
 	if err != nil {
 		t.Fatal(err)
 	}
-	dir, base := gitRepo(t, layered)
+	dir, base := gitRepo(t, files)
 	rec := &recorder{}
 	out, err := p.Run(context.Background(), pipeline.Input{JobID: "01jscope", Repository: "o/layers", Issue: 4,
-		IssueTitle: "Change A", Dir: dir, BaseSHA: base, Config: cfg, Progress: rec})
+		IssueTitle: "Change A", Dir: dir, BaseSHA: base, Config: cfg, Progress: rec, Unattended: unattended})
 	return out, rec, fake, err
 }
 
+// The guard measures the plan with no go command at all (the module's
+// go.mod names a toolchain nobody has).
 func TestScopeGuard(t *testing.T) {
-	if _, err := exec.LookPath("go"); err != nil {
-		t.Skip("go not installed")
-	}
+	w := tripwire.New(t)
+	w.OnPath(t, "go")
 	tests := []struct {
 		name        string
 		cfg         string
@@ -188,5 +153,44 @@ func TestScopeGuard(t *testing.T) {
 				t.Fatalf("stages %v", rec.stages)
 			}
 		})
+	}
+	w.Untouched(t, "the scope guard's go command")
+}
+
+// When the blast radius cannot be computed, an overnight job is held
+// (nothing edited, the reason given) and a daytime job goes on with the
+// reason recorded: the guard is never silently off.
+func TestScopeGuardHoldsWhatItCannotMeasure(t *testing.T) {
+	t.Parallel()
+	files := map[string]string{"native/lib.rs": "pub fn f() {}\n"}
+	for k, v := range layered {
+		files[k] = v
+	}
+	plan := planTouching("native/lib.rs", "a/a.go")
+	for _, unattended := range []bool{true, false} {
+		out, rec, _, err := scopedOn(t, files, unattended, "limits: {blast_radius: 5}", plan)
+		if out == nil || out.Scope == nil {
+			t.Fatalf("unattended=%v: no scope (%v)", unattended, err)
+		}
+		sc := out.Scope
+		if !strings.Contains(sc.Note, "native/lib.rs") || sc.Held != unattended {
+			t.Fatalf("unattended=%v: scope %+v", unattended, sc)
+		}
+		if !unattended {
+			if out.Skipped != "" || err == nil || !strings.Contains(err.Error(), "sandbox") {
+				t.Fatalf("a daytime job must go on to verification: skipped %q err %v", out.Skipped, err)
+			}
+			continue
+		}
+		if err != nil {
+			t.Fatalf("a hold is not an error: %v", err)
+		}
+		if !strings.Contains(out.Skipped, "held because the plan's blast radius could not be computed") ||
+			!strings.Contains(out.Skipped, "native/lib.rs") || len(out.Changed) != 0 {
+			t.Fatalf("skipped %q changed %v", out.Skipped, out.Changed)
+		}
+		if last := rec.stages[len(rec.stages)-1]; last != "plan:fail" {
+			t.Fatalf("stages %v", rec.stages)
+		}
 	}
 }

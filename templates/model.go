@@ -51,14 +51,16 @@ type Report struct {
 	// Tests are the test-level differences between the base and the change.
 	Tests       TestChanges
 	BlastRadius []string
-	Iterations  []Iteration // earlier iterations, rendered collapsed
-	Iteration   int         // this report's iteration number (0: not shown)
-	Logs        string      // transcript excerpts and other free-form log text
-	Stages      []Stage
-	Branch      string
-	PRURL       string
-	Error       string // for job-failed comments; untrusted (may quote tools)
-	CommandWord string // e.g. "/selfcode"
+	// BlastRadiusNote says why the blast radius could not be computed.
+	BlastRadiusNote string
+	Iterations      []Iteration // earlier iterations, rendered collapsed
+	Iteration       int         // this report's iteration number (0: not shown)
+	Logs            string      // transcript excerpts and other free-form log text
+	Stages          []Stage
+	Branch          string
+	PRURL           string
+	Error           string // for job-failed comments; untrusted (may quote tools)
+	CommandWord     string // e.g. "/selfcode"
 	// Unfinished, when set, says the job stopped at a limit: what is
 	// published is its work so far.
 	Unfinished *Unfinished

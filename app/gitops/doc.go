@@ -58,4 +58,19 @@
 // GIT_TERMINAL_PROMPT=0, the system and global git configuration ignored, and
 // hooks disabled. Remote URLs with user info are refused, and credentials are
 // never sent over plain http except to a loopback address (tests).
+//
+// # Nothing of a repository runs
+//
+// git reads no system, global or environment configuration, so the only
+// configuration it has is what selfcode wrote: no filter, diff, textconv or
+// merge driver that a repository's .gitattributes names is defined, and
+// hooks, fsmonitor and submodule recursion are switched off on every call
+// (see hardening). Local applies the same to `selfcode run`'s checkout.
+//
+// # No credential is pushed
+//
+// Before every push the commits it publishes (the workspace's base to HEAD,
+// each commit's patch) are scanned with gitleaks' rules (app/secretscan); a
+// push that adds credential-looking text is refused with a *SecretsError
+// naming file, line and rule, never the value.
 package gitops

@@ -40,12 +40,18 @@ printf 'username=x-access-token\npassword=%s\n' "$` + tokenEnv + `"
 `
 
 // hardening is passed to every git call: no hooks, no fsmonitor, no other
-// credential helper, no background maintenance that could outlive a lock.
+// credential helper, no submodule recursion, no background maintenance
+// that could outlive a lock. Together with baseEnv (no system, global or
+// environment configuration) it leaves git nothing of a repository's to
+// run: the only configuration it reads is what selfcode wrote, so no
+// filter, diff, textconv or merge driver that a .gitattributes names is
+// defined (see docs/security.md).
 var hardening = []string{
 	"-c", "core.hooksPath=/dev/null",
 	"-c", "core.fsmonitor=false",
 	"-c", "credential.helper=",
 	"-c", "protocol.ext.allow=never",
+	"-c", "submodule.recurse=false",
 	"-c", "gc.autoDetach=false",
 	"-c", "maintenance.autoDetach=false",
 	"-c", "commit.gpgSign=false",
@@ -193,6 +199,27 @@ func redact(b []byte, secret string) []byte {
 		return b
 	}
 	return bytes.ReplaceAll(b, []byte(secret), []byte("[REDACTED]"))
+}
+
+// Local runs git with the same hardening and environment as every other
+// selfcode git call, on a repository of this machine (`selfcode run`'s
+// checkout): its hooks, fsmonitor and the host's git configuration are
+// ignored. env adds variables (GIT_AUTHOR_NAME…). It returns stdout.
+func Local(ctx context.Context, dir string, env []string, args ...string) (string, error) {
+	bin, err := exec.LookPath("git")
+	if err != nil {
+		return "", fmt.Errorf("find git: %w", err)
+	}
+	cmd := exec.CommandContext(ctx, bin, append(append([]string(nil), hardening...), args...)...)
+	cmd.Dir = dir
+	cmd.Env = append(baseEnv(), env...)
+	cmd.WaitDelay = 5 * time.Second
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		return "", fmt.Errorf("git %s: %w: %s", firstArg(args), err, strings.TrimSpace(stderr.String()))
+	}
+	return stdout.String(), nil
 }
 
 // baseEnv is the process environment without anything that would steer git

@@ -14,6 +14,7 @@ import (
 	"strings"
 
 	"github.com/selfcode/selfcode/app/job"
+	"github.com/selfcode/selfcode/app/secretscan"
 	"github.com/selfcode/selfcode/internal/keyedlock"
 )
 
@@ -57,6 +58,9 @@ type Options struct {
 	BaseURL string
 	// Logger receives debug lines per git call (never a token); default: discard.
 	Logger *slog.Logger
+	// Secrets scans every push for credentials; default: gitleaks' rules
+	// (secretscan.New). A push that adds one is refused.
+	Secrets SecretScanner
 }
 
 // Git runs git operations for selfcode. It is safe for concurrent use.
@@ -67,6 +71,7 @@ type Git struct {
 	gitPath    string
 	baseURL    *url.URL
 	log        *slog.Logger
+	secrets    SecretScanner
 
 	locks keyedlock.Locks // one holder per mirror
 }
@@ -124,7 +129,16 @@ func New(opts Options) (*Git, error) {
 	if logger == nil {
 		logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
+	secrets := opts.Secrets
+	if secrets == nil {
+		sc, err := secretscan.New()
+		if err != nil {
+			return nil, fmt.Errorf("gitops: %w", err)
+		}
+		secrets = sc
+	}
 	g := &Git{
+		secrets:    secrets,
 		mirrors:    filepath.Join(dir, "mirrors"),
 		workspaces: filepath.Join(dir, "workspaces"),
 		identity:   opts.Identity,

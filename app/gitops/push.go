@@ -11,7 +11,8 @@ import (
 // succeeds only if the remote branch is at expectedRemoteSHA, or does not
 // exist when expectedRemoteSHA is "". Otherwise it returns ErrLeaseRejected.
 // Pushing a commit the branch already points at succeeds as a no-op, so a
-// retried job may repeat its push.
+// retried job may repeat its push. Like every push, it is refused with a
+// *SecretsError when the commits add credential-looking text.
 func (g *Git) PushSelfcodeBranch(ctx context.Context, ws *Workspace, branch, expectedRemoteSHA string, token TokenSource) error {
 	if err := validBranch(branch); err != nil {
 		return err
@@ -37,9 +38,14 @@ func (g *Git) PushFastForward(ctx context.Context, ws *Workspace, branch string,
 	return g.push(ctx, ws, token, "HEAD:refs/heads/"+branch)
 }
 
+// push publishes the workspace's HEAD, once the commits it adds since the
+// workspace's base are scanned for credentials (a *SecretsError refuses it).
 func (g *Git) push(ctx context.Context, ws *Workspace, token TokenSource, args ...string) error {
 	remote, err := parseRemote(ws.remote)
 	if err != nil {
+		return err
+	}
+	if err := g.checkSecrets(ctx, ws); err != nil {
 		return err
 	}
 	full := append([]string{"push", "--porcelain", "--no-verify", "origin"}, args...)

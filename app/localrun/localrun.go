@@ -1,19 +1,18 @@
 package localrun
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"io/fs"
 	"log/slog"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"time"
 
 	"github.com/selfcode/selfcode/app/errs"
+	"github.com/selfcode/selfcode/app/gitops"
 	"github.com/selfcode/selfcode/app/job"
 	"github.com/selfcode/selfcode/app/report"
 	"github.com/selfcode/selfcode/pipeline"
@@ -23,12 +22,17 @@ import (
 	"github.com/selfcode/selfcode/templates"
 )
 
+// Pipeline does the work on the scratch checkout (*pipeline.Pipeline).
+type Pipeline interface {
+	Run(ctx context.Context, in pipeline.Input) (*pipeline.Output, error)
+}
+
 // Options configures Run.
 type Options struct {
 	RepoDir   string
 	Task      string
 	Base      string // branch or commit; default: the checked-out branch
-	Pipeline  *pipeline.Pipeline
+	Pipeline  Pipeline
 	Templates *templates.Renderer
 	Logger    *slog.Logger
 	Now       func() time.Time
@@ -204,15 +208,10 @@ func git(ctx context.Context, dir string, args ...string) (string, error) {
 	return gitEnv(ctx, dir, nil, args...)
 }
 
+// gitEnv runs git hardened as selfcode's server does (gitops.Local): the
+// checkout may be anyone's, and its hooks, fsmonitor or filters must not
+// run on this machine.
 func gitEnv(ctx context.Context, dir string, env []string, args ...string) (string, error) {
-	cmd := exec.CommandContext(ctx, "git", args...)
-	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), "GIT_TERMINAL_PROMPT=0")
-	cmd.Env = append(cmd.Env, env...)
-	var out, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &stderr
-	if err := cmd.Run(); err != nil {
-		return "", fmt.Errorf("git %s: %w: %s", args[0], err, strings.TrimSpace(stderr.String()))
-	}
-	return strings.TrimSpace(out.String()), nil
+	out, err := gitops.Local(ctx, dir, env, args...)
+	return strings.TrimSpace(out), err
 }

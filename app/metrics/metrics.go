@@ -42,6 +42,8 @@ type Metrics struct {
 	cost     *prometheus.CounterVec
 	unpriced *prometheus.CounterVec
 	jobCost  prometheus.Histogram
+	// reaped counts the sandbox objects the reaper removed.
+	reaped *prometheus.CounterVec
 }
 
 // New registers every collector on a fresh registry.
@@ -89,9 +91,12 @@ func New(o Options) *Metrics {
 			Name: "selfcode_job_cost_dollars", Help: "Model cost of finished jobs whose cost is known.",
 			Buckets: []float64{.001, .005, .01, .05, .1, .25, .5, 1, 2.5, 5, 10, 25},
 		}),
+		reaped: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "selfcode_sandbox_reaped_total", Help: "Sandbox containers and work volumes the running server's reaper removed, by kind (container, volume) and reason (job_ended: its job no longer runs; orphan: not started by this process; deadline: past its deadline).",
+		}, []string{"kind", "reason"}),
 	}
 	m.reg.MustRegister(m.deliveries, m.webhookDur, m.jobDur, m.jobsDone, m.stageDur, m.queueWait, m.edits, m.classes, m.tokens,
-		m.cost, m.unpriced, m.jobCost,
+		m.cost, m.unpriced, m.jobCost, m.reaped,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	if o.Stats != nil {
 		m.reg.MustRegister(&storeCollector{src: o.Stats})
@@ -199,3 +204,7 @@ func (m *Metrics) Cost(model string, dollars float64, priced bool) {
 	}
 	m.cost.WithLabelValues(model).Add(dollars)
 }
+
+// SandboxReaped counts one container or volume the sandbox reaper removed
+// (sandbox.ReapObserver).
+func (m *Metrics) SandboxReaped(kind, reason string) { m.reaped.WithLabelValues(kind, reason).Inc() }

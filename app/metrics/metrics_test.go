@@ -22,6 +22,7 @@ func TestCountersReachTheHandler(t *testing.T) {
 	m.Cost("my-model", 0, false)
 	cost := 0.42
 	m.JobFinished(&job.Job{Kind: job.KindRun, State: job.StateFailed, Outcome: job.OutcomeLimitReached, Usage: &job.Usage{}}) // cost unknown: not observed
+	m.SandboxReaped("container", "job_ended")
 	start := time.Now().Add(-2 * time.Second)
 	m.JobFinished(&job.Job{Kind: job.KindRun, State: job.StateSucceeded, Outcome: job.OutcomePROpened, CreatedAt: start.Add(-time.Second),
 		Usage:     &job.Usage{CostUSD: &cost},
@@ -35,6 +36,7 @@ func TestCountersReachTheHandler(t *testing.T) {
 		`selfcode_edit_results_total{result="no_match",tool="str_replace"} 1`,
 		`selfcode_verify_classifications_total{class="regression"} 2`,
 		`selfcode_model_tokens_total{phase="planner"} 1200`,
+		`selfcode_sandbox_reaped_total{kind="container",reason="job_ended"} 1`,
 		`selfcode_job_duration_seconds_count{kind="run",outcome="pr_opened",state="succeeded"} 1`,
 		`selfcode_stage_duration_seconds_bucket{stage="checkout",le="0.5"} 1`,
 		`selfcode_job_queue_wait_seconds_bucket{le="1"} 1`,

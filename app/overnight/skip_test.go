@@ -8,12 +8,8 @@ import (
 	"time"
 
 	"github.com/selfcode/selfcode/app/job"
-	"github.com/selfcode/selfcode/app/llm"
 	"github.com/selfcode/selfcode/internal/fakeopenai"
 	"github.com/selfcode/selfcode/pipeline"
-	"github.com/selfcode/selfcode/pipeline/chat"
-	"github.com/selfcode/selfcode/prompts"
-	osexec "os/exec"
 )
 
 // lazyPipeline lets the test build the pipeline once the fake model runs.
@@ -36,9 +32,6 @@ func planTouching(path string) string {
 // needed: neither gets to verification).
 func TestSkippedJobsInTheReport(t *testing.T) {
 	t.Parallel()
-	if _, err := osexec.LookPath("go"); err != nil {
-		t.Skip("go not installed")
-	}
 	layered := map[string]string{
 		".selfcode.yml":    "limits: {blast_radius: 1}\n",
 		"go.mod":           "module example.com/layers\n\ngo 1.22\n",
@@ -55,20 +48,7 @@ func TestSkippedJobsInTheReport(t *testing.T) {
 		fakeopenai.Step{Role: "planner", Content: planTouching("a/a.go")},
 		fakeopenai.Step{Role: "planner", Content: planTouching("b/b.go")},
 		fakeopenai.Step{Role: "reporter", Content: "One sentence only."})
-	client, err := llm.New(llm.Options{BaseURL: h.Model.URL(), APIKey: "k", MaxRetries: -1, Models: map[chat.Role]string{
-		chat.RolePlanner: "planner", chat.RoleEditor: "editor", chat.RoleFixer: "fixer"}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ps, err := prompts.Load(prompts.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	p, err := pipeline.New(pipeline.Options{Model: client, Prompts: ps})
-	if err != nil {
-		t.Fatal(err)
-	}
-	eng.p = p
+	eng.p = realPipeline(t, h, nil)
 
 	a1 := h.Issue("alpha", "Turn it off", "selfcode:overnight")
 	b1 := h.Issue("beta", "Change A everywhere", "selfcode:overnight")

@@ -27,7 +27,7 @@ func Fill(rep *templates.Report, out *pipeline.Output, cfg *repoconfig.Config) {
 	rep.Duration = out.Duration
 	rep.Guidance = out.Guidance
 	if out.Scope != nil {
-		rep.BlastRadius = out.Scope.BlastRadius
+		rep.BlastRadius, rep.BlastRadiusNote = out.Scope.BlastRadius, out.Scope.Note
 	}
 	if out.Plan != nil {
 		p := &templates.Plan{Summary: out.Plan.Summary, Risks: out.Plan.Risks, Questions: out.Plan.Questions}

@@ -11,7 +11,8 @@ import (
 	"github.com/selfcode/selfcode/templates"
 )
 
-// The pull request body lists the blast radius the scope guard computed.
+// The pull request body lists the blast radius the scope guard computed, or
+// says why it could not.
 func TestPRBodyListsTheBlastRadius(t *testing.T) {
 	tm, err := templates.New(templates.Options{})
 	if err != nil {
@@ -25,7 +26,9 @@ func TestPRBodyListsTheBlastRadius(t *testing.T) {
 		{"packages depend on the change", &pipeline.Scope{BlastRadius: []string{"example.com/m/api", "example.com/m/cmd/tool"}},
 			[]string{"## Blast radius", "`example.com/m/api`", "`example.com/m/cmd/tool`"}},
 		{"nothing depends on it", &pipeline.Scope{BlastRadius: []string{}}, nil},
-		{"not a Go module", nil, nil},
+		{"not measured", nil, nil},
+		{"could not be computed", &pipeline.Scope{BlastRadius: []string{}, Note: "native/lib.rs: code in a language whose imports selfcode does not read"},
+			[]string{"## Blast radius", "Not computed: native/lib.rs: code in a language whose imports selfcode does not read."}},
 	}
 	for _, tt := range tests {
 		out := &pipeline.Output{Summary: "Changed it.", Scope: tt.scope}

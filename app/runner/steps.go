@@ -104,7 +104,7 @@ func (x *run) checkout(ctx context.Context, client *gh.Client) (*workspace, job.
 		return nil, "", errs.E(errs.KindTransient, "git", err)
 	}
 	w.in = pipeline.Input{JobID: j.ID, Repository: j.Repo.FullName(), Issue: j.Issue, IssueTitle: j.IssueTitle, IssueBody: j.IssueBody,
-		Instructions: j.Instructions, PlanOnly: j.Kind == job.KindPlan, Progress: x}
+		Instructions: j.Instructions, PlanOnly: j.Kind == job.KindPlan, Progress: x, Unattended: j.Overnight}
 	if x.r.o.Budget != nil {
 		w.in.Budget = x.r.o.Budget(j)
 	}
@@ -464,7 +464,9 @@ func (x *run) commit(ctx context.Context, w *workspace, title string) (sha strin
 	}
 	x.mu.Unlock()
 	if diff, err := w.git.Diff(ctx, w.ws, w.from()); err == nil {
-		_ = x.rt.PutArtifact(context.Background(), "diff.patch", []byte(diff))
+		// Kept with any credential-looking value removed: the work stays
+		// even when the push is refused for one, the value does not.
+		_ = x.rt.PutArtifact(context.Background(), "diff.patch", []byte(w.git.RedactSecrets(ctx, diff)))
 	}
 	sha, changed, err = w.git.Commit(ctx, w.ws, commitMessage(title, x.j, x.rep.Issue))
 	if err != nil {
@@ -486,6 +488,12 @@ func (x *run) push(ctx context.Context, w *workspace) error {
 	} else if err = w.git.PushSelfcodeBranch(ctx, w.ws, w.branch, w.expected, w.token); errors.Is(err, gitops.ErrLeaseRejected) {
 		x.Stage(stage.Publish, stage.Fail, "the branch moved while the job ran")
 		return errs.E(errs.KindTransient, "the branch moved while the job ran; running again", err)
+	}
+	var secrets *gitops.SecretsError
+	if errors.As(err, &secrets) {
+		x.Stage(stage.Publish, stage.Fail, "not pushed: credential-looking text at "+secrets.Findings[0].String())
+		return errs.E(errs.KindPermanent, "", fmt.Errorf("%w. Nothing was pushed; the change is kept, its flagged values removed, "+
+			"as the job's diff.patch artifact. Take the credential out (read it from the environment or a secret store) and run the job again", err))
 	}
 	if err != nil {
 		x.Stage(stage.Publish, stage.Fail, "push failed")

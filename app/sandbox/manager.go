@@ -107,7 +107,7 @@ func (m *Manager) startup(ctx context.Context) error {
 	if m.opts.Runtime != "" && !slices.Contains(info.Runtimes, m.opts.Runtime) {
 		return fmt.Errorf("%w: runtime %q not offered by the engine (it has %v)", ErrInvalid, m.opts.Runtime, info.Runtimes)
 	}
-	n, err := m.reap(ctx, true)
+	n, err := m.reap(ctx, reapPass{startup: true})
 	if err != nil {
 		return err
 	}
@@ -187,25 +187,145 @@ func (m *Manager) Describe(ctx context.Context) (EngineInfo, error) {
 // this Manager did not start (a crashed predecessor's), and those of any
 // instance whose deadline has passed. It returns how many it removed.
 func (m *Manager) Reap(ctx context.Context) (int, error) {
-	return m.reap(ctx, false)
+	return m.reap(ctx, reapPass{})
 }
 
-func (m *Manager) reap(ctx context.Context, startup bool) (int, error) {
+// Why a reap removed something (ReapObserver's reason).
+const (
+	// ReapOrphan: this instance's, but not started by this Manager (a
+	// crashed predecessor's, or one whose Start never finished).
+	ReapOrphan = "orphan"
+	// ReapJobEnded: started by this Manager for a job that no longer runs
+	// (its runner ended without closing it).
+	ReapJobEnded = "job_ended"
+	// ReapDeadline: past its deadline, whichever instance it belongs to.
+	ReapDeadline = "deadline"
+)
+
+// JobStates tells the reaper whether a job still runs (the job store).
+type JobStates interface {
+	Running(ctx context.Context, jobID string) (bool, error)
+}
+
+// ReapObserver counts what reaps remove; kind is "container" or "volume",
+// reason one of ReapOrphan, ReapJobEnded, ReapDeadline.
+type ReapObserver interface {
+	SandboxReaped(kind, reason string)
+}
+
+// ReaperOptions configure RunReaper.
+type ReaperOptions struct {
+	// Interval between passes; default one minute.
+	Interval time.Duration
+	// Jobs says which jobs still run: a container this Manager started for
+	// a job that no longer runs is removed. Nil: only orphans and
+	// containers past their deadline are.
+	Jobs JobStates
+	// Observer counts what each pass removes; may be nil.
+	Observer ReapObserver
+}
+
+// RunReaper reaps every Interval until ctx ends: what Reap removes, and the
+// containers (with their work volumes) of jobs that no longer run, so a job
+// whose runner died without closing its sandbox does not keep it until its
+// deadline or the next restart. Only this instance's objects, and any past
+// their deadline, are touched; repository caches never are.
+func (m *Manager) RunReaper(ctx context.Context, o ReaperOptions) {
+	if o.Interval <= 0 {
+		o.Interval = time.Minute
+	}
+	tick := time.NewTicker(o.Interval)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+		if err := m.startup(ctx); err != nil {
+			m.log.Debug("sandbox reap skipped: engine not ready", "err", err)
+			continue
+		}
+		if _, err := m.reap(ctx, reapPass{jobs: o.Jobs, obs: o.Observer}); err != nil && ctx.Err() == nil {
+			m.log.Warn("sandbox reap failed", "err", err)
+		}
+	}
+}
+
+// reapPass is what one reap judges by.
+type reapPass struct {
+	startup bool
+	jobs    JobStates    // nil: live containers are never judged by their job
+	obs     ReapObserver // may be nil
+}
+
+func (p reapPass) count(kind, reason string) {
+	if p.obs != nil {
+		p.obs.SandboxReaped(kind, reason)
+	}
+}
+
+// ended reports whether jobID is known to run no longer; an error asking
+// counts as still running (nothing is removed on a guess).
+func (p reapPass) ended(ctx context.Context, jobID string, seen map[string]bool) bool {
+	if p.jobs == nil || jobID == "" {
+		return false
+	}
+	if e, ok := seen[jobID]; ok {
+		return e
+	}
+	running, err := p.jobs.Running(ctx, jobID)
+	e := err == nil && !running
+	seen[jobID] = e
+	return e
+}
+
+func (m *Manager) reap(ctx context.Context, p reapPass) (int, error) {
+	var ended []*Container
+	removed, err := m.reapUntracked(ctx, p, &ended)
+	// A live container whose job ended is destroyed like Close would (its
+	// work volume with it), outside the create lock: that may take a while.
+	for _, c := range ended {
+		m.log.Warn("sandbox reaped the container of a job that no longer runs", "job_id", c.jobID, "container", shortID(c.id))
+		if derr := c.destroy(ctx, fmt.Errorf("%w: reaped, its job no longer runs", ErrContainerGone)); derr != nil {
+			err = errors.Join(err, derr)
+			continue
+		}
+		removed++
+		p.count("container", ReapJobEnded)
+	}
+	return removed, err
+}
+
+// reapUntracked removes, under the create lock, what no live container of
+// this Manager holds; the live containers of ended jobs are added to ended.
+func (m *Manager) reapUntracked(ctx context.Context, p reapPass, ended *[]*Container) (int, error) {
 	m.creating.Lock()
 	defer m.creating.Unlock()
 	now := time.Now()
-	stale := func(labels map[string]string, id string) bool {
+	seen := map[string]bool{}
+	// why says why an object labelled labels (a container when id is set)
+	// goes, or "" when it stays.
+	why := func(labels map[string]string, id string) string {
 		m.mu.Lock()
-		_, mine := m.live[id]
+		live, mine := m.live[id]
 		m.mu.Unlock()
 		if mine {
-			return false
+			if p.ended(ctx, labels[LabelJob], seen) {
+				*ended = append(*ended, live)
+			}
+			return ""
 		}
 		if labels[LabelInstance] == m.opts.Instance {
-			return true
+			if id == "" && p.ended(ctx, labels[LabelJob], seen) {
+				return ReapJobEnded
+			}
+			return ReapOrphan
 		}
-		d, err := time.Parse(time.RFC3339, labels[LabelDeadline])
-		return err == nil && now.After(d)
+		if d, err := time.Parse(time.RFC3339, labels[LabelDeadline]); err == nil && now.After(d) {
+			return ReapDeadline
+		}
+		return ""
 	}
 	removed := 0
 	cs, err := m.api.ContainerList(ctx, container.ListOptions{
@@ -216,7 +336,8 @@ func (m *Manager) reap(ctx context.Context, startup bool) (int, error) {
 		return 0, fmt.Errorf("%w: list containers: %w", ErrEngineUnavailable, err)
 	}
 	for _, c := range cs {
-		if !stale(c.Labels, c.ID) {
+		reason := why(c.Labels, c.ID)
+		if reason == "" {
 			continue
 		}
 		err := m.api.ContainerRemove(ctx, c.ID, container.RemoveOptions{Force: true, RemoveVolumes: true})
@@ -224,21 +345,27 @@ func (m *Manager) reap(ctx context.Context, startup bool) (int, error) {
 			return removed, fmt.Errorf("reap container %s: %w", c.ID, err)
 		}
 		removed++
-		m.log.Info("sandbox reaped container", "container", shortID(c.ID), "job_id", c.Labels[LabelJob], "startup", startup)
+		p.count("container", reason)
+		m.log.Info("sandbox reaped container", "container", shortID(c.ID), "job_id", c.Labels[LabelJob], "reason", reason, "startup", p.startup)
 	}
 	vs, err := m.api.VolumeList(ctx, volume.ListOptions{Filters: filters.NewArgs(filters.Arg("label", LabelInstance))})
 	if err != nil {
 		return removed, fmt.Errorf("%w: list volumes: %w", ErrEngineUnavailable, err)
 	}
 	for _, v := range vs.Volumes {
-		if v == nil || m.ownsVolume(v.Name) || !stale(v.Labels, "") {
+		if v == nil || m.ownsVolume(v.Name) {
+			continue
+		}
+		reason := why(v.Labels, "")
+		if reason == "" {
 			continue
 		}
 		err := m.api.VolumeRemove(ctx, v.Name, false)
 		switch {
 		case err == nil:
 			removed++
-			m.log.Info("sandbox reaped volume", "volume", shortID(v.Name), "job_id", v.Labels[LabelJob], "startup", startup)
+			p.count("volume", reason)
+			m.log.Info("sandbox reaped volume", "volume", shortID(v.Name), "job_id", v.Labels[LabelJob], "reason", reason, "startup", p.startup)
 		case errdefs.IsNotFound(err), errdefs.IsConflict(err):
 			// Gone already, or still in use by a container being removed.
 		default:

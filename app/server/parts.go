@@ -17,6 +17,7 @@ import (
 	"github.com/selfcode/selfcode/app/metrics"
 	"github.com/selfcode/selfcode/app/runner"
 	"github.com/selfcode/selfcode/app/sandbox"
+	"github.com/selfcode/selfcode/app/store"
 	"github.com/selfcode/selfcode/app/worker"
 	"github.com/selfcode/selfcode/handlers"
 	"github.com/selfcode/selfcode/pipeline"
@@ -68,7 +69,7 @@ func (s *Server) parts(ctx context.Context, o Options) (Parts, error) {
 		}
 		s.closers = append(s.closers, sb.Close)
 		s.ready = append(s.ready, ready)
-		s.caches = sb
+		s.caches, s.sandbox = sb, sb
 		if !cfg.HasAppCredentials() {
 			return Parts{Hold: noCredentials}, nil
 		}
@@ -209,4 +210,19 @@ func Sandbox(ctx context.Context, cfg *config.Config, instance string, log *slog
 		return nil, handlers.ReadyCheck{}, err
 	}
 	return m, handlers.ReadyCheck{Name: "docker", Check: m.Ping}, nil
+}
+
+// runningJobs tells the sandbox reaper which jobs still run: those the
+// store has in state running. A job the store does not know runs no longer.
+type runningJobs struct{ st *store.Store }
+
+func (r runningJobs) Running(ctx context.Context, id string) (bool, error) {
+	j, err := r.st.Get(ctx, id)
+	switch {
+	case errs.Is(err, errs.KindNotFound):
+		return false, nil
+	case err != nil:
+		return false, err
+	}
+	return j.State == job.StateRunning, nil
 }

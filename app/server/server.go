@@ -18,6 +18,7 @@ import (
 	"github.com/selfcode/selfcode/app/metrics"
 	"github.com/selfcode/selfcode/app/overnight"
 	"github.com/selfcode/selfcode/app/runner"
+	"github.com/selfcode/selfcode/app/sandbox"
 	"github.com/selfcode/selfcode/app/store"
 	"github.com/selfcode/selfcode/app/worker"
 	"github.com/selfcode/selfcode/handlers"
@@ -54,6 +55,14 @@ type Options struct {
 	// ReportBackoff is the first wait between morning report deliveries;
 	// default 2s.
 	ReportBackoff time.Duration
+	// SandboxManager, when set, is the sandbox manager whose containers
+	// the server's reaper watches (tests that script the pipeline start
+	// containers on one); nil: the one built from the configuration, or
+	// none when Pipeline is set.
+	SandboxManager *sandbox.Manager
+	// ReapInterval is how often the sandbox reaper removes the containers
+	// of jobs that no longer run; default one minute.
+	ReapInterval time.Duration
 }
 
 // Server is a running selfcode.
@@ -69,11 +78,13 @@ type Server struct {
 
 	enabled atomic.Bool // the kill switch, changeable at run time
 
-	model   chat.Model            // the one model client
-	budget  *budget.Budget        // the daily budgets (built after the parts; jobs use it once running)
-	ready   []handlers.ReadyCheck // beside the store's
-	caches  handlers.CacheAdmin   // the sandbox manager's caches, for the dashboard (nil: none)
-	closers []func() error        // run after the store closes (the sandbox manager)
+	model     chat.Model            // the one model client
+	budget    *budget.Budget        // the daily budgets (built after the parts; jobs use it once running)
+	ready     []handlers.ReadyCheck // beside the store's
+	caches    handlers.CacheAdmin   // the sandbox manager's caches, for the dashboard (nil: none)
+	sandbox   *sandbox.Manager      // reaped every reapEvery while the server runs (nil: none)
+	reapEvery time.Duration
+	closers   []func() error // run after the store closes (the sandbox manager)
 
 	public, admin     *http.Server
 	publicLn, adminLn net.Listener
@@ -93,7 +104,7 @@ func New(ctx context.Context, o Options) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Server{cfg: cfg, log: log, Store: st}
+	s := &Server{cfg: cfg, log: log, Store: st, sandbox: o.SandboxManager, reapEvery: o.ReapInterval}
 	ok := false
 	defer func() {
 		if !ok {
@@ -177,6 +188,13 @@ func (s *Server) Run(ctx context.Context) error {
 	octx, stopOvernight := context.WithCancel(context.Background())
 	overnightDone := make(chan struct{})
 	go func() { s.Overnight.Run(octx); close(overnightDone) }()
+	reaperDone := make(chan struct{})
+	go func() {
+		defer close(reaperDone)
+		if s.sandbox != nil {
+			s.sandbox.RunReaper(octx, sandbox.ReaperOptions{Interval: s.reapEvery, Jobs: runningJobs{s.Store}, Observer: s.Metrics})
+		}
+	}()
 	errc := make(chan error, 2)
 	serve := func(srv *http.Server, ln net.Listener, name string) {
 		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
@@ -201,6 +219,7 @@ func (s *Server) Run(ctx context.Context) error {
 	}
 	stopOvernight()
 	<-overnightDone
+	<-reaperDone
 	_ = s.admin.Shutdown(sctx)
 	if err := s.close(); err != nil && runErr == nil {
 		runErr = err

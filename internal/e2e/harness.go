@@ -19,6 +19,7 @@ import (
 	gh "github.com/selfcode/selfcode/app/github"
 	"github.com/selfcode/selfcode/app/job"
 	"github.com/selfcode/selfcode/app/runner"
+	"github.com/selfcode/selfcode/app/sandbox"
 	"github.com/selfcode/selfcode/app/server"
 	"github.com/selfcode/selfcode/internal/fakegithub"
 	"github.com/selfcode/selfcode/internal/fakeopenai"
@@ -186,6 +187,12 @@ type Options struct {
 	// Tick is how often workers and the scheduler look for work; default
 	// 20ms.
 	Tick time.Duration
+	// SandboxManager is a sandbox manager the server's reaper watches
+	// (the scripted pipeline starts containers on it); nil: none.
+	SandboxManager *sandbox.Manager
+	// ReapInterval is how often the server reaps sandboxes; default 20ms
+	// when SandboxManager is set.
+	ReapInterval time.Duration
 }
 
 // Harness is a running selfcode between the simulated GitHub and model.
@@ -221,6 +228,9 @@ func Start(t testing.TB, o Options) *Harness {
 	if h.o.Tick == 0 {
 		h.o.Tick = 20 * time.Millisecond
 	}
+	if h.o.ReapInterval == 0 {
+		h.o.ReapInterval = 20 * time.Millisecond
+	}
 	h.env = append(Env(t, h.GitHub, t.TempDir()),
 		"SELFCODE_LLM_BASE_URL="+model.URL(), "SELFCODE_LLM_API_KEY=k", "SELFCODE_LLM_MODEL_REPORTER=reporter")
 	h.env = append(h.env, o.Env...)
@@ -240,7 +250,7 @@ func (h *Harness) StartServer() {
 	log := slog.New(slog.NewJSONHandler(&h.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	ctx, cancel := context.WithCancel(context.Background())
 	h.Server, err = server.New(ctx, server.Options{Config: cfg, Logger: log, Now: h.o.Now, Tick: h.o.Tick,
-		ReportBackoff: 10 * time.Millisecond, Pipeline: h.o.Pipeline, Sandbox: h.o.Sandbox,
+		ReportBackoff: 10 * time.Millisecond, Pipeline: h.o.Pipeline, Sandbox: h.o.Sandbox, SandboxManager: h.o.SandboxManager, ReapInterval: h.o.ReapInterval,
 		GitHub: func(o *gh.Options) { o.BaseBackoff = 10 * time.Millisecond }})
 	if err != nil {
 		cancel()

@@ -217,6 +217,10 @@ func (s *Server) repoDir(owner, name string) (string, error) {
 	return rp.dir, nil
 }
 
+// BareDir is the bare git repository behind owner/name on disk: tests plant
+// in it what its owner could (its own config and hooks).
+func (s *Server) BareDir(owner, name string) (string, error) { return s.repoDir(owner, name) }
+
 // CommitFiles commits files (path → content) on branch, as a person pushing would,
 // creating the branch from the default branch when it does not exist. It returns the
 // new commit's SHA.

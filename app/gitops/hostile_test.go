@@ -1,0 +1,233 @@
+package gitops
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/selfcode/selfcode/internal/tripwire"
+)
+
+// everyOperation runs what a job does with git on ws: change, stage,
+// diff, commit, push, reset.
+func everyOperation(t *testing.T, h *harness, ws *Workspace) {
+	t.Helper()
+	ctx := t.Context()
+	writeFile(t, filepath.Join(ws.Dir, "changed.txt"), "a change\n")
+	writeFile(t, filepath.Join(ws.Dir, "main.go"), "package main\n\nfunc main() { println(1) }\n")
+	if _, err := h.g.Diff(ctx, ws, ws.BaseSHA); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.g.ChangedFiles(ctx, ws, ws.BaseSHA); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := h.g.Commit(ctx, ws, "change"); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.g.PushSelfcodeBranch(ctx, ws, ws.Branch, "", StaticToken(testToken)); err != nil {
+		t.Fatal(err)
+	}
+	// Back to the commit before: a submodule's commit differs there.
+	if err := h.g.Reset(ctx, ws, "main~1"); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// templateDir is a git template directory whose hooks are the wire.
+func templateDir(t *testing.T, w *tripwire.Wire) string {
+	t.Helper()
+	dir := t.TempDir()
+	if err := os.Symlink(w.Hooks(t), filepath.Join(dir, "hooks")); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+// Whatever is planted in a job's git directory — hooks, an fsmonitor, a
+// request to recurse into submodules — runs nothing: every selfcode git
+// call overrides them (hardening). The git directory lives outside the
+// checkout, so neither the model nor the sandbox can write it; this proves
+// the second line of defence.
+func TestPlantedGitConfigurationRunsNothing(t *testing.T) {
+	tests := []struct {
+		name  string
+		plant func(t *testing.T, ws *Workspace, w *tripwire.Wire)
+	}{
+		{"hooks", func(t *testing.T, ws *Workspace, w *tripwire.Wire) {
+			w.Link(t, filepath.Join(ws.GitDir, "hooks"), tripwire.HookNames...)
+		}},
+		{"core.hooksPath", func(t *testing.T, ws *Workspace, w *tripwire.Wire) {
+			runGit(t, "", "--git-dir="+ws.GitDir, "config", "core.hooksPath", w.Hooks(t))
+		}},
+		{"core.fsmonitor", func(t *testing.T, ws *Workspace, w *tripwire.Wire) {
+			runGit(t, "", "--git-dir="+ws.GitDir, "config", "core.fsmonitor", w.Path)
+		}},
+		{"submodule recursion", func(t *testing.T, ws *Workspace, _ *tripwire.Wire) {
+			runGit(t, "", "--git-dir="+ws.GitDir, "config", "submodule.recurse", "true")
+			runGit(t, "", "--git-dir="+ws.GitDir, "config", "submodule.active", "*")
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			remote := newFakeRemote(t)
+			h := newHarness(t)
+			human := remote.create(t, "acme", "widgets")
+			// A submodule the repository declares (its URL a local repository).
+			sub := remote.create(t, "acme", "sub")
+			human.write(".gitmodules", "[submodule \"evil\"]\n\tpath = evil\n\turl = "+remote.barePath("acme", "sub")+"\n")
+			runGit(t, human.dir, "add", ".gitmodules")
+			for i := range 2 {
+				sub.write("s.txt", fmt.Sprint(i))
+				subSHA := sub.commit("sub")
+				// The gitlink only (add --all would drop it: nothing is checked out).
+				runGit(t, human.dir, "update-index", "--add", "--cacheinfo", "160000,"+subSHA+",evil")
+				runGit(t, human.dir, "commit", "--quiet", "-m", "the submodule moves")
+			}
+			human.push("main")
+			w := tripwire.New(t)
+			ws, err := h.g.NewWorkspace(t.Context(), WorkspaceOptions{Repo: remote.repo("acme", "widgets"), ID: "hostile",
+				Branch: "selfcode/issue-1", Base: "main", Token: StaticToken(testToken)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			tt.plant(t, ws, w)
+			everyOperation(t, h, ws)
+			w.Untouched(t, tt.name)
+			if ents, _ := os.ReadDir(filepath.Join(ws.Dir, "evil")); len(ents) != 0 {
+				t.Fatalf("the submodule was checked out: %v", ents)
+			}
+		})
+	}
+}
+
+// A repository's .gitattributes may name filter, diff, textconv and merge
+// drivers (and LFS); a host with such drivers defined in its git
+// configuration — system, global, XDG, or GIT_CONFIG_* in the environment
+// — still runs none of them for a job, nor the host's hooks or fsmonitor:
+// selfcode's git reads only the configuration selfcode wrote.
+func TestHostGitConfigurationNeverApplies(t *testing.T) {
+	remote := newFakeRemote(t)
+	h := newHarness(t)
+	human := remote.create(t, "acme", "widgets")
+	human.write(".gitattributes", "* filter=evil diff=evil merge=evil\n*.bin filter=lfs diff=lfs merge=lfs -text\n")
+	human.write(".lfsconfig", "[lfs]\n\turl = http://127.0.0.1:1/lfs\n")
+	human.write("data.bin", "binary\n")
+	human.commit("attributes naming drivers")
+	human.push("main")
+
+	w := tripwire.New(t)
+	trapPath := w.Path
+	cfg := strings.Join([]string{
+		"[core]", "\thooksPath = " + w.Hooks(t), "\tfsmonitor = " + trapPath, "\tattributesFile = " + filepath.Join(t.TempDir(), "none"),
+		"[filter \"evil\"]", "\tclean = " + trapPath, "\tsmudge = " + trapPath, "\trequired = true",
+		"[filter \"lfs\"]", "\tclean = " + trapPath, "\tsmudge = " + trapPath, "\trequired = true",
+		"[diff \"evil\"]", "\ttextconv = " + trapPath, "\tcommand = " + trapPath,
+		"[diff]", "\texternal = " + trapPath,
+		"[merge \"evil\"]", "\tdriver = " + trapPath,
+		"[submodule]", "\trecurse = true",
+		"[init]", "\ttemplateDir = " + templateDir(t, w),
+		"[credential]", "\thelper = " + trapPath,
+		"",
+	}, "\n")
+	home, xdg := t.TempDir(), t.TempDir()
+	writeFile(t, filepath.Join(home, ".gitconfig"), cfg)
+	writeFile(t, filepath.Join(xdg, "git", "config"), cfg)
+	t.Setenv("HOME", home)
+	t.Setenv("XDG_CONFIG_HOME", xdg)
+	t.Setenv("GIT_CONFIG_COUNT", "2")
+	t.Setenv("GIT_CONFIG_KEY_0", "core.hooksPath")
+	t.Setenv("GIT_CONFIG_VALUE_0", w.Hooks(t))
+	t.Setenv("GIT_CONFIG_KEY_1", "core.fsmonitor")
+	t.Setenv("GIT_CONFIG_VALUE_1", trapPath)
+	t.Setenv("GIT_CONFIG_PARAMETERS", "'filter.evil.smudge'='"+trapPath+"'")
+	t.Setenv("GIT_EXTERNAL_DIFF", trapPath)
+
+	ws, err := h.g.NewWorkspace(t.Context(), WorkspaceOptions{Repo: remote.repo("acme", "widgets"), ID: "attrs",
+		Branch: "selfcode/issue-2", Base: "main", Token: StaticToken(testToken)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	everyOperation(t, h, ws)
+	if _, err := h.g.ReadFileAt(context.Background(), ws, "main", ".gitattributes"); err != nil {
+		t.Fatal(err)
+	}
+	w.Untouched(t, "a host git driver, hook or fsmonitor")
+}
+
+// A change that adds a credential-shaped string is not pushed — not to a
+// selfcode branch, not to someone's pull request branch — and the refusal
+// names the file and line, never the value; a credential already on the
+// base is not the change's doing.
+func TestPushRefusesCredentials(t *testing.T) {
+	remote := newFakeRemote(t)
+	h := newHarness(t)
+	human := remote.create(t, "acme", "widgets")
+	token := "ghp_" + "R8yKqW3nX7pL2mZ9vB4cT6hJ1sD5fG0aE8uQ"
+	human.write("legacy.txt", "old = "+"AKIA"+"Z3MT7QWERTYUIOPA\n")
+	human.commit("a key someone committed long ago")
+	human.push("main")
+	human.push("main:feature")
+	ctx := t.Context()
+	tok := StaticToken(testToken)
+	for _, tc := range []struct {
+		branch string
+		push   func(ws *Workspace) error
+	}{
+		{"selfcode/issue-3", func(ws *Workspace) error { return h.g.PushSelfcodeBranch(ctx, ws, ws.Branch, "", tok) }},
+		{"feature", func(ws *Workspace) error { return h.g.PushFastForward(ctx, ws, ws.Branch, tok) }},
+	} {
+		ws, err := h.g.NewWorkspace(ctx, WorkspaceOptions{Repo: remote.repo("acme", "widgets"), ID: "s-" + strings.ReplaceAll(tc.branch, "/", "-"),
+			Branch: tc.branch, Base: "main", Token: tok})
+		if err != nil {
+			t.Fatal(err)
+		}
+		before := remote.bareSHA(t, "acme", "widgets", "refs/heads/"+tc.branch)
+		writeFile(t, filepath.Join(ws.Dir, "main.go"), "package main\n\n// client\nvar token = \""+token+"\"\n\nfunc main() {}\n")
+		if _, _, err := h.g.Commit(ctx, ws, "use the API"); err != nil {
+			t.Fatal(err)
+		}
+		err = tc.push(ws)
+		var se *SecretsError
+		if !errors.Is(err, ErrSecretFound) || !errors.As(err, &se) || len(se.Findings) != 1 ||
+			se.Findings[0].File != "main.go" || se.Findings[0].Line != 4 {
+			t.Fatalf("%s: push = %v, want a refusal naming main.go:4", tc.branch, err)
+		}
+		if strings.Contains(err.Error(), token) || strings.Contains(h.logs.String(), token) {
+			t.Fatalf("the value is in the error or the logs: %v", err)
+		}
+		if after := remote.bareSHA(t, "acme", "widgets", "refs/heads/"+tc.branch); after != before {
+			t.Fatalf("%s moved on the remote: %s → %s", tc.branch, before, after)
+		}
+		diff, err := h.g.Diff(ctx, ws, ws.BaseSHA)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if red := h.g.RedactSecrets(ctx, diff); strings.Contains(red, token) || !strings.Contains(red, "[REDACTED]") || !strings.Contains(red, "// client") {
+			t.Fatalf("redacted diff:\n%s", red)
+		}
+		// A later commit that removes it does not take it out of the
+		// history being pushed.
+		writeFile(t, filepath.Join(ws.Dir, "main.go"), "package main\n\n// client\nvar token = os.Getenv(\"TOKEN\")\n\nfunc main() {}\n")
+		if _, _, err := h.g.Commit(ctx, ws, "read it from the environment"); err != nil {
+			t.Fatal(err)
+		}
+		if err := tc.push(ws); !errors.Is(err, ErrSecretFound) {
+			t.Fatalf("%s: a history holding a credential was pushed: %v", tc.branch, err)
+		}
+		// Rebuilt without it, the same branch pushes.
+		if err := h.g.Reset(ctx, ws, ws.BaseSHA); err != nil {
+			t.Fatal(err)
+		}
+		writeFile(t, filepath.Join(ws.Dir, "main.go"), "package main\n\n// client\nvar token = os.Getenv(\"TOKEN\")\n\nfunc main() {}\n")
+		if _, _, err := h.g.Commit(ctx, ws, "read it from the environment"); err != nil {
+			t.Fatal(err)
+		}
+		if err := tc.push(ws); err != nil {
+			t.Fatalf("%s: a clean change was refused: %v", tc.branch, err)
+		}
+	}
+}

@@ -1,0 +1,79 @@
+package localrun
+
+import (
+	"context"
+	"log/slog"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/selfcode/selfcode/internal/tripwire"
+	"github.com/selfcode/selfcode/pipeline"
+	"github.com/selfcode/selfcode/pipeline/verify"
+	"github.com/selfcode/selfcode/templates"
+)
+
+// editor is a pipeline that changes one file and says it is verified.
+type editor struct{}
+
+func (editor) Run(_ context.Context, in pipeline.Input) (*pipeline.Output, error) {
+	if err := os.WriteFile(filepath.Join(in.Dir, "data.txt"), []byte("changed\n"), 0o644); err != nil {
+		return nil, err
+	}
+	return &pipeline.Output{Summary: "changed data.txt", Changed: []string{"data.txt"}, Verified: true, Verdict: verify.Verified}, nil
+}
+
+func hgit(t *testing.T, dir string, args ...string) string {
+	t.Helper()
+	cmd := exec.Command("git", args...)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "GIT_CONFIG_NOSYSTEM=1", "GIT_CONFIG_GLOBAL="+os.DevNull,
+		"GIT_AUTHOR_NAME=h", "GIT_AUTHOR_EMAIL=h@x", "GIT_COMMITTER_NAME=h", "GIT_COMMITTER_EMAIL=h@x")
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("git %v: %v\n%s", args, err, out)
+	}
+	return strings.TrimSpace(string(out))
+}
+
+// `selfcode run` on a checkout someone else prepared — its .git carrying
+// hooks, an fsmonitor and a filter driver its .gitattributes names — runs
+// none of them on this machine, and still leaves its branch.
+func TestRunOnAHostileCheckoutRunsNothingOfIt(t *testing.T) {
+	if _, err := exec.LookPath("git"); err != nil {
+		t.Skip("git not installed")
+	}
+	repo := t.TempDir()
+	hgit(t, repo, "init", "--quiet", "--initial-branch=main")
+	for name, content := range map[string]string{"data.txt": "base\n", ".gitattributes": "* filter=evil diff=evil\n"} {
+		if err := os.WriteFile(filepath.Join(repo, name), []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	hgit(t, repo, "add", "--all")
+	hgit(t, repo, "commit", "--quiet", "-m", "base")
+
+	w := tripwire.New(t)
+	w.Link(t, filepath.Join(repo, ".git", "hooks"), tripwire.HookNames...)
+	for _, kv := range [][2]string{{"core.fsmonitor", w.Path}, {"filter.evil.clean", w.Path}, {"filter.evil.smudge", w.Path},
+		{"diff.evil.textconv", w.Path}, {"diff.external", w.Path}} {
+		hgit(t, repo, "config", kv[0], kv[1])
+	}
+
+	tm, err := templates.New(templates.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := Run(context.Background(), Options{RepoDir: repo, Task: "change the data", Pipeline: editor{}, Templates: tm,
+		Logger: slog.New(slog.DiscardHandler), Now: func() time.Time { return time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.Untouched(t, "the checkout's own git configuration")
+	if res.Branch == "" || hgit(t, repo, "show", res.Branch+":data.txt") != "changed" {
+		t.Fatalf("branch %q does not hold the change", res.Branch)
+	}
+}

@@ -1,0 +1,5 @@
+package old
+
+import "example.com/layers/a"
+
+var X = a.A

@@ -1,0 +1,5 @@
+package a
+
+import "example.com/layers/e"
+
+var _ = e.E

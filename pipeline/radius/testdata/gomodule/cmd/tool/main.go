@@ -1,0 +1,5 @@
+package main
+
+import "example.com/layers/c"
+
+func main() { println(c.C()) }

@@ -1,0 +1,5 @@
+package d
+
+import alias "example.com/layers/a"
+
+func D() int { return alias.A() }

@@ -1,0 +1,3 @@
+package e
+
+var E = 1

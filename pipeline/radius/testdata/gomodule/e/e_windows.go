@@ -1,0 +1,5 @@
+package e
+
+import "example.com/layers/a"
+
+var _ = a.A

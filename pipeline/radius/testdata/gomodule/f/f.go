@@ -1,0 +1,7 @@
+//go:build ignore
+
+package main
+
+import "example.com/layers/a"
+
+func main() { a.A() }

@@ -1,0 +1,7 @@
+//go:build linux
+
+package h
+
+import "example.com/layers/a"
+
+var H = a.A

@@ -1,0 +1,5 @@
+package gen
+
+import "example.com/layers/c"
+
+var G = c.C

@@ -1,0 +1,2 @@
+import { format } from "@acme/ui";
+export const x = format(2);

@@ -1,0 +1,1 @@
+export { format } from "../../../src/util/format";

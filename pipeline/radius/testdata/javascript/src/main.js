@@ -1,0 +1,2 @@
+const { Button } = require('./components/Button');
+module.exports = Button;

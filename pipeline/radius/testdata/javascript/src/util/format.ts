@@ -1,0 +1,1 @@
+export function format(n: number): string { return `${n}`; }

@@ -1,0 +1,3 @@
+from ..cart import (
+    Cart,  # the cart
+)

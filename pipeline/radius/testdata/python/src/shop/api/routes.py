@@ -1,0 +1,2 @@
+import os, \
+    shop.cart as c

@@ -1,0 +1,5 @@
+from .money import Money
+
+
+class Cart:
+    total = Money()

@@ -1,0 +1,1 @@
+import sys; from shop import api

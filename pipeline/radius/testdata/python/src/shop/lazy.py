@@ -1,0 +1,3 @@
+def load():
+    if True: from shop import money
+    return money
