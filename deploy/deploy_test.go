@@ -496,3 +496,129 @@ func TestDockerfile(t *testing.T) {
 		}
 	}
 }
+
+// offlineRecipe is what build-offline.sh puts in the image: the packages
+// (debootstrap's --include and the toolchains apt-get installs), and the
+// ENV and LABEL lines of its docker import.
+func offlineRecipe(t *testing.T) (packages []string, env, labels map[string]string, user string) {
+	t.Helper()
+	data, err := os.ReadFile("sandbox/build-offline.sh")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := string(data)
+	env, labels = map[string]string{}, map[string]string{}
+	for _, line := range strings.Split(s, "\n") {
+		line = strings.TrimSpace(line)
+		if v, ok := strings.CutPrefix(line, `packages="`); ok {
+			packages = append(packages, strings.Split(strings.TrimSuffix(v, `"`), ",")...)
+		}
+		if v, ok := strings.CutPrefix(line, `toolchains="`); ok {
+			packages = append(packages, strings.Fields(strings.TrimSuffix(v, `"`))...)
+		}
+		for _, q := range []string{`--change '`, `--change "`} {
+			v, ok := strings.CutPrefix(line, q)
+			if !ok {
+				continue
+			}
+			v = strings.TrimSuffix(strings.TrimSuffix(v, ` \`), q[len(q)-1:])
+			if kv, ok := strings.CutPrefix(v, "ENV "); ok {
+				k, val, _ := strings.Cut(kv, "=")
+				env[k] = val
+			}
+			if kv, ok := strings.CutPrefix(v, "LABEL "); ok {
+				k, val, _ := strings.Cut(kv, "=")
+				labels[k] = val
+			}
+		}
+		if v, ok := strings.CutPrefix(line, `echo "sandbox:x:$sandbox_uid:$sandbox_gid:`); ok {
+			user = "sandbox:x:10001:10001:" + strings.SplitN(v, `"`, 2)[0]
+		}
+	}
+	slices.Sort(packages)
+	return packages, env, labels, user
+}
+
+// The Dockerfile (the registry path) and build-offline.sh (the offline
+// path) make the same image: the same packages, Go toolchain, user,
+// environment, labels, release file and warmed /cache.
+func TestSandboxRecipesMatch(t *testing.T) {
+	packages, env, labels, user := offlineRecipe(t)
+	if len(packages) < 10 || len(env) < 10 || labels["io.selfcode.cache"] != "/cache" || user == "" {
+		t.Fatalf("could not read build-offline.sh: packages %v env %v labels %v user %q", packages, env, labels, user)
+	}
+	stages := dockerStages(t, "sandbox/Dockerfile")
+	final := stages[len(stages)-1]
+	var dpackages []string
+	denv, dlabels := map[string]string{}, map[string]string{}
+	body := strings.Join(final.lines, "\n")
+	for _, l := range final.lines {
+		switch {
+		case strings.HasPrefix(l, "RUN apt-get update"):
+			_, list, ok := strings.Cut(l, "--no-install-recommends")
+			if !ok {
+				t.Fatalf("apt-get install without --no-install-recommends: %s", l)
+			}
+			list, _, _ = strings.Cut(list, ">/dev/null")
+			dpackages = strings.Fields(list)
+		case strings.HasPrefix(l, "ENV "), strings.HasPrefix(l, "LABEL "):
+			into := denv
+			if strings.HasPrefix(l, "LABEL ") {
+				into = dlabels
+			}
+			for _, kv := range strings.Fields(l)[1:] {
+				k, v, _ := strings.Cut(kv, "=")
+				into[k] = v
+			}
+		}
+	}
+	slices.Sort(dpackages)
+	if !slices.Equal(dpackages, packages) {
+		t.Errorf("packages differ:\n  Dockerfile       %v\n  build-offline.sh %v", dpackages, packages)
+	}
+	for k, v := range env {
+		if denv[k] != v {
+			t.Errorf("ENV %s: Dockerfile %q, build-offline.sh %q", k, denv[k], v)
+		}
+	}
+	for k := range denv {
+		if _, ok := env[k]; !ok {
+			t.Errorf("ENV %s only in the Dockerfile", k)
+		}
+	}
+	for k, v := range labels {
+		if k == "io.selfcode.recipe" {
+			if dlabels[k] != "${RECIPE}" {
+				t.Errorf("the Dockerfile's recipe label is %q, want the RECIPE build argument", dlabels[k])
+			}
+			continue
+		}
+		if dlabels[k] != v {
+			t.Errorf("LABEL %s: Dockerfile %q, build-offline.sh %q", k, dlabels[k], v)
+		}
+	}
+	for _, want := range []string{
+		"COPY --from=go /usr/local/go /usr/local/go", // the Go toolchain where the offline build copies it
+		`echo "` + user + `" >>/etc/passwd`,
+		"chown 10001:10001 /work /cache",
+		">/etc/selfcode-sandbox-release",
+		"USER 10001:10001",
+		"RUN /bin/sh /usr/local/lib/selfcode/warm.sh", // /cache warmed as the sandbox user
+		"WORKDIR /work",
+		`CMD ["/bin/sh"]`,
+	} {
+		if !strings.Contains(body, want) {
+			t.Errorf("the Dockerfile lacks %q", want)
+		}
+	}
+	if strings.Index(body, "USER 10001:10001") > strings.Index(body, "warm.sh") {
+		t.Error("warm.sh runs before the Dockerfile switches to the sandbox user")
+	}
+	for _, s := range stages {
+		for _, l := range s.lines {
+			if strings.HasPrefix(l, "RUN --mount") || strings.Contains(l, "--chmod") || strings.Contains(l, "--link") {
+				t.Errorf("BuildKit-only instruction (selfcode builds with the classic builder): %s", l)
+			}
+		}
+	}
+}
