@@ -91,14 +91,14 @@ func FuzzBaseImages(f *testing.F) {
 func TestNamesRegistry(t *testing.T) {
 	t.Parallel()
 	for ref, want := range map[string]bool{
-		"selfcode-sandbox:latest":                   false,
-		"library/debian:12":                         false,
-		"someone/selfcode-sandbox:latest":           false,
-		"ghcr.io/selfcode/selfcode-sandbox:v1.2.0":  true,
+		"selfcode-sandbox:latest":                    false,
+		"library/debian:12":                          false,
+		"someone/selfcode-sandbox:latest":            false,
+		"ghcr.io/selfcode/selfcode-sandbox:v1.2.0":   true,
 		"ghcr.io/selfcode/selfcode-sandbox@sha256:0": true,
-		"127.0.0.1:5000/sandbox:1":                  true,
-		"localhost/sandbox:1":                       true,
-		"docker.io/library/debian:12":               true,
+		"127.0.0.1:5000/sandbox:1":                   true,
+		"localhost/sandbox:1":                        true,
+		"docker.io/library/debian:12":                true,
 	} {
 		if got := namesRegistry(ref); got != want {
 			t.Errorf("namesRegistry(%q) = %v, want %v", ref, got, want)
