@@ -6,23 +6,15 @@ import (
 	"context"
 	"errors"
 	"io"
-	"log"
 	"log/slog"
-	"net/http/httptest"
 	"os"
 	"os/exec"
-	"runtime"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
-	"github.com/google/go-containerregistry/pkg/name"
-	"github.com/google/go-containerregistry/pkg/registry"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
-	"github.com/google/go-containerregistry/pkg/v1/empty"
-	"github.com/google/go-containerregistry/pkg/v1/mutate"
-	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
 
 	"github.com/selfcode/selfcode/internal/dockertest"
@@ -35,24 +27,6 @@ import (
 // derived from the offline sandbox image) with the classic builder, or runs
 // testdata/recipe/build-offline.sh (a one-second stand-in for debootstrap).
 // Every image gets a name of its own and is removed at the end.
-
-// serveRegistry serves an empty registry on 127.0.0.1 until the test ends
-// and returns its host:port.
-func serveRegistry(t *testing.T) string {
-	t.Helper()
-	srv := httptest.NewServer(registry.New(registry.Logger(log.New(io.Discard, "", 0))))
-	t.Cleanup(srv.Close)
-	return strings.TrimPrefix(srv.URL, "http://")
-}
-
-// unreachableRegistry is the address of a registry that has gone away.
-func unreachableRegistry(t *testing.T) string {
-	t.Helper()
-	srv := httptest.NewServer(registry.New())
-	host := strings.TrimPrefix(srv.URL, "http://")
-	srv.Close()
-	return host
-}
 
 var (
 	baseOnce  sync.Once
@@ -107,41 +81,7 @@ func derivedBase(t *testing.T) []v1.Layer {
 // pushBase pushes the derived base to ref.
 func pushBase(t *testing.T, ref string) {
 	t.Helper()
-	img, err := mutate.AppendLayers(empty.Image, derivedBase(t)...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cf, err := img.ConfigFile()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cf = cf.DeepCopy()
-	cf.OS, cf.Architecture = "linux", runtime.GOARCH
-	cf.Config.Env = []string{"PATH=/usr/local/go/bin:/usr/bin:/bin"}
-	if img, err = mutate.ConfigFile(img, cf); err != nil {
-		t.Fatal(err)
-	}
-	r, err := name.ParseReference(ref)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := remote.Write(r, img); err != nil {
-		t.Fatalf("push %s: %v", ref, err)
-	}
-}
-
-// removeImages removes the test's own images from the engine when it ends.
-func removeImages(t *testing.T, refs ...string) {
-	t.Cleanup(func() {
-		for _, ref := range refs {
-			_ = exec.Command("docker", "image", "rm", "--force", ref).Run()
-		}
-	})
-}
-
-func present(t *testing.T, ref string) bool {
-	t.Helper()
-	return exec.Command("docker", "image", "inspect", ref).Run() == nil
+	dockertest.Push(t, ref, []string{"PATH=/usr/local/go/bin:/usr/bin:/bin"}, derivedBase(t)...)
 }
 
 func label(t *testing.T, ref, key string) string {
@@ -159,7 +99,7 @@ func testOptions(t *testing.T) (Options, *bytes.Buffer, *bytes.Buffer) {
 	t.Helper()
 	var progress, logs bytes.Buffer
 	tag := "selfcode-sandbox-test-" + dockertest.Suffix() + ":latest"
-	removeImages(t, tag)
+	dockertest.RemoveImages(t, tag)
 	return Options{
 		Image:    tag,
 		Recipe:   os.DirFS("testdata/recipe"),
@@ -178,10 +118,10 @@ func ctxFor(t *testing.T) context.Context {
 // image is built with docker build, the bases coming from the registry.
 func TestEnsureBuildsFromTheDockerfileWhenTheBaseCanBePulled(t *testing.T) {
 	t.Parallel()
-	host := serveRegistry(t)
+	host := dockertest.Registry(t, nil)
 	base := host + "/selfcode-test-base-" + dockertest.Suffix() + ":1"
 	pushBase(t, base)
-	removeImages(t, base)
+	dockertest.RemoveImages(t, base)
 	o, progress, logs := testOptions(t)
 	o.BuildArgs = map[string]string{"BASE_IMAGE": base}
 
@@ -227,7 +167,7 @@ func TestEnsureBuildsFromTheDockerfileWhenTheBaseCanBePulled(t *testing.T) {
 // script builds the image, and the output says why.
 func TestEnsureBuildsOfflineWhenTheBaseCannotBePulled(t *testing.T) {
 	t.Parallel()
-	base := unreachableRegistry(t) + "/selfcode-test-base:1"
+	base := dockertest.UnreachableRegistry(t) + "/selfcode-test-base:1"
 	o, progress, logs := testOptions(t)
 	o.BuildArgs = map[string]string{"BASE_IMAGE": base}
 
@@ -244,7 +184,7 @@ func TestEnsureBuildsOfflineWhenTheBaseCannotBePulled(t *testing.T) {
 			t.Errorf("progress lacks %q:\n%s", want, progress)
 		}
 	}
-	if !strings.Contains(logs.String(), `"path":"offline"`) || !present(t, o.Image) || label(t, o.Image, "io.selfcode.cache") != "/cache" {
+	if !strings.Contains(logs.String(), `"path":"offline"`) || !dockertest.ImagePresent(o.Image) || label(t, o.Image, "io.selfcode.cache") != "/cache" {
 		t.Fatalf("no offline image (logs %s)", logs)
 	}
 }
@@ -253,14 +193,14 @@ func TestEnsureBuildsOfflineWhenTheBaseCannotBePulled(t *testing.T) {
 func TestRegistryModeFailsWhenTheBaseCannotBePulled(t *testing.T) {
 	t.Parallel()
 	dockertest.NeedImage(t)
-	base := unreachableRegistry(t) + "/selfcode-test-base:1"
+	base := dockertest.UnreachableRegistry(t) + "/selfcode-test-base:1"
 	o, progress, _ := testOptions(t)
 	o.Mode, o.BuildArgs = ModeRegistry, map[string]string{"BASE_IMAGE": base}
 	_, err := Build(ctxFor(t), o)
 	if !errors.Is(err, ErrCannotBuild) || !strings.Contains(err.Error(), base) {
 		t.Fatalf("err %v", err)
 	}
-	if present(t, o.Image) || strings.Contains(progress.String(), "offline") {
+	if dockertest.ImagePresent(o.Image) || strings.Contains(progress.String(), "offline") {
 		t.Fatalf("built anyway:\n%s", progress)
 	}
 }
@@ -268,7 +208,7 @@ func TestRegistryModeFailsWhenTheBaseCannotBePulled(t *testing.T) {
 // --offline takes the offline path even when a registry is there.
 func TestOfflineModeSkipsTheRegistry(t *testing.T) {
 	t.Parallel()
-	host := serveRegistry(t)
+	host := dockertest.Registry(t, nil)
 	base := host + "/selfcode-test-base-" + dockertest.Suffix() + ":1"
 	pushBase(t, base)
 	o, progress, _ := testOptions(t)
@@ -277,7 +217,7 @@ func TestOfflineModeSkipsTheRegistry(t *testing.T) {
 	if err != nil || res.Path != PathOffline || res.Reason != "--offline" {
 		t.Fatalf("Build: %+v, %v\n%s", res, err, progress)
 	}
-	if present(t, base) {
+	if dockertest.ImagePresent(base) {
 		t.Error("the base was pulled")
 	}
 }
@@ -285,13 +225,13 @@ func TestOfflineModeSkipsTheRegistry(t *testing.T) {
 // A reference naming a registry (a released image) is pulled, not built.
 func TestEnsurePullsAnImageThatNamesARegistry(t *testing.T) {
 	t.Parallel()
-	host := serveRegistry(t)
+	host := dockertest.Registry(t, nil)
 	ref := host + "/selfcode-sandbox-test-" + dockertest.Suffix() + ":v1"
 	pushBase(t, ref)
-	removeImages(t, ref)
+	dockertest.RemoveImages(t, ref)
 	var progress bytes.Buffer
 	res, err := Ensure(ctxFor(t), Options{Image: ref, Recipe: os.DirFS("testdata/recipe"), Progress: &progress})
-	if err != nil || res.Path != PathPull || !present(t, ref) {
+	if err != nil || res.Path != PathPull || !dockertest.ImagePresent(ref) {
 		t.Fatalf("Ensure: %+v, %v\n%s", res, err, &progress)
 	}
 	if !strings.Contains(progress.String(), "pulling it, because "+ref+" names a registry") {
@@ -303,7 +243,7 @@ func TestEnsurePullsAnImageThatNamesARegistry(t *testing.T) {
 func TestEnsureFailsOnAnUnreachableDigest(t *testing.T) {
 	t.Parallel()
 	dockertest.NeedImage(t)
-	ref := unreachableRegistry(t) + "/selfcode-sandbox@sha256:" + strings.Repeat("ab", 32)
+	ref := dockertest.UnreachableRegistry(t) + "/selfcode-sandbox@sha256:" + strings.Repeat("ab", 32)
 	_, err := Ensure(ctxFor(t), Options{Image: ref, Recipe: os.DirFS("testdata/recipe")})
 	if err == nil || !strings.Contains(err.Error(), "pull "+ref) {
 		t.Fatalf("err %v", err)

@@ -47,6 +47,12 @@ type Options struct {
 	// ReportBackoff is the first wait between morning report deliveries;
 	// default 2s.
 	ReportBackoff time.Duration
+	// BuildImage (serve) builds the sandbox image in the background when it
+	// is missing (app/image: pulled, docker build, or offline; the log says
+	// which and why). Deliveries are taken meanwhile; jobs wait, queued,
+	// until the build has ended. Only with the sandbox built from the
+	// configuration (no Parts, no Pipeline).
+	BuildImage bool
 }
 
 // Server is a running selfcode.
@@ -61,6 +67,10 @@ type Server struct {
 	Overnight *overnight.Scheduler
 
 	enabled atomic.Bool // the kill switch, changeable at run time
+	// imageWait is set while the sandbox image is being built: jobs wait.
+	imageWait  atomic.Bool
+	buildImage bool          // Run builds the sandbox image when missing
+	imageDone  chan struct{} // closed when that build has ended
 
 	model   chat.Model            // the one model client
 	ready   []handlers.ReadyCheck // beside the store's
@@ -103,6 +113,7 @@ func New(ctx context.Context, o Options) (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("build the job parts: %w", err)
 	}
+	s.buildImage = o.BuildImage && o.Parts == nil && o.Pipeline == nil
 
 	windows := overnight.Windows{Schedule: cfg.Schedule(), Length: cfg.OvernightWindow}
 	router := intake.New(intake.Options{
@@ -126,7 +137,7 @@ func New(ctx context.Context, o Options) (*Server, error) {
 	s.Pool, err = worker.New(worker.Options{
 		Store: st, Runner: parts.Runner, Permissions: parts.Permissions, Notifier: parts.Notifier,
 		Observer: s.Metrics, Workers: cfg.Workers, Instance: s.Instance, Logger: log,
-		Enabled: s.Enabled, Tick: o.Tick, Hold: parts.Hold,
+		Enabled: s.jobsMayStart, Tick: o.Tick, Hold: parts.Hold,
 		Promote: s.Overnight.Promote, Admit: hooks.admit, Finished: hooks.finished,
 		OvernightMaxDuration: cfg.OvernightMaxDuration,
 	})
@@ -161,6 +172,11 @@ func (s *Server) AdminAddr() string { return s.adminLn.Addr().String() }
 // then shuts down gracefully: stop taking deliveries, let running jobs finish
 // up to the shutdown timeout, close the store.
 func (s *Server) Run(ctx context.Context) error {
+	if s.buildImage {
+		s.imageWait.Store(true)
+		s.imageDone = make(chan struct{})
+		go func() { defer close(s.imageDone); s.ensureImage(ctx) }()
+	}
 	if err := s.Pool.Start(ctx); err != nil {
 		return err
 	}
@@ -191,6 +207,9 @@ func (s *Server) Run(ctx context.Context) error {
 	}
 	stopOvernight()
 	<-overnightDone
+	if s.imageDone != nil {
+		<-s.imageDone
+	}
 	_ = s.admin.Shutdown(sctx)
 	if err := s.close(); err != nil && runErr == nil {
 		runErr = err
