@@ -622,3 +622,95 @@ func TestSandboxRecipesMatch(t *testing.T) {
 		}
 	}
 }
+
+type workflow struct {
+	On struct {
+		Push struct {
+			Tags []string `yaml:"tags"`
+		} `yaml:"push"`
+	} `yaml:"on"`
+	Jobs map[string]struct {
+		Needs       []string          `yaml:"needs"`
+		Permissions map[string]string `yaml:"permissions"`
+		Steps       []struct {
+			ID   string            `yaml:"id"`
+			Uses string            `yaml:"uses"`
+			Run  string            `yaml:"run"`
+			With map[string]string `yaml:"with"`
+			Env  map[string]string `yaml:"env"`
+		} `yaml:"steps"`
+	} `yaml:"jobs"`
+}
+
+// The release workflow builds the binaries with the script the dry run
+// uses, pushes both images to ghcr.io, bakes the sandbox image's digest
+// into the server image, and names both digests in the release notes.
+func TestReleaseWorkflow(t *testing.T) {
+	data, err := os.ReadFile("../.github/workflows/release.yml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var w workflow
+	if err := yaml.Unmarshal(data, &w); err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(w.On.Push.Tags, []string{"v*"}) {
+		t.Errorf("runs on tags %v, want v*", w.On.Push.Tags)
+	}
+	all := string(data)
+	if !strings.Contains(all, "deploy/release/build-binaries.sh \"$GITHUB_REF_NAME\" dist") {
+		t.Error("the binaries are not built with deploy/release/build-binaries.sh")
+	}
+	images := w.Jobs["images"]
+	if images.Permissions["packages"] != "write" {
+		t.Error("the images job cannot push packages")
+	}
+	builds := map[string]map[string]string{}
+	for _, s := range images.Steps {
+		if strings.HasPrefix(s.Uses, "docker/build-push-action@") {
+			builds[s.ID] = s.With
+		}
+		if s.ID == "names" && (!strings.Contains(s.Run, "ghcr.io/$owner/selfcode-sandbox") || !strings.Contains(s.Run, "ghcr.io/$owner/selfcode\"")) {
+			t.Errorf("the images are not named on ghcr.io: %s", s.Run)
+		}
+	}
+	sandbox, server := builds["sandbox"], builds["server"]
+	if sandbox["context"] != "deploy/sandbox" || server["file"] != "deploy/Dockerfile" {
+		t.Fatalf("image builds %v", builds)
+	}
+	for _, b := range []map[string]string{sandbox, server} {
+		if b["push"] != "true" || b["platforms"] != "linux/amd64,linux/arm64" {
+			t.Errorf("build %v does not push both platforms", b)
+		}
+	}
+	if !strings.Contains(server["build-args"], "SANDBOX_IMAGE=${{ steps.names.outputs.sandbox }}:${{ github.ref_name }}@${{ steps.sandbox.outputs.digest }}") {
+		t.Errorf("the server image's sandbox is not the released one, by digest: %q", server["build-args"])
+	}
+	release := w.Jobs["release"]
+	if !slices.Equal(release.Needs, []string{"binaries", "images"}) || release.Permissions["contents"] != "write" {
+		t.Errorf("release job: needs %v, permissions %v", release.Needs, release.Permissions)
+	}
+	notes := ""
+	for _, s := range release.Steps {
+		notes += s.Run
+	}
+	for _, want := range []string{"$SERVER@$SERVER_DIGEST", "$SANDBOX@$SANDBOX_DIGEST", "cat dist/SHA256SUMS", "gh release create", "dist/*"} {
+		if !strings.Contains(notes, want) {
+			t.Errorf("the release step lacks %q", want)
+		}
+	}
+	// The server image's default sandbox image is the build argument.
+	stages := dockerStages(t, "Dockerfile")
+	final := strings.Join(stages[len(stages)-1].lines, "\n")
+	if !strings.Contains(final, "ARG SANDBOX_IMAGE=") || !strings.Contains(final, "SELFCODE_SANDBOX_IMAGE=${SANDBOX_IMAGE}") {
+		t.Error("deploy/Dockerfile does not set SELFCODE_SANDBOX_IMAGE from the SANDBOX_IMAGE argument")
+	}
+	script, err := os.ReadFile("release/build-binaries.sh")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(script), `targets="${TARGETS:-linux/amd64 linux/arm64 darwin/amd64 darwin/arm64}"`) ||
+		!strings.Contains(string(script), "CGO_ENABLED=0") || !strings.Contains(string(script), "SHA256SUMS") {
+		t.Error("build-binaries.sh does not build static linux and darwin binaries for amd64 and arm64 with SHA256SUMS")
+	}
+}
