@@ -26,32 +26,21 @@ func (d *Doctor) limits() sandbox.Limits {
 // manager is the sandbox manager the docker checks share: the one serve
 // would build, under an instance of its own.
 func (d *Doctor) manager(ctx context.Context) (*sandbox.Manager, error) {
-	if d.mgr == nil && d.mgrErr == nil {
-		d.mgr, d.mgrErr = sandbox.New(ctx, sandbox.Options{Instance: d.instance, Image: d.cfg.SandboxImage, Runtime: d.cfg.SandboxRuntime,
+	return d.mgr.get(func() (*sandbox.Manager, error) {
+		return sandbox.New(ctx, sandbox.Options{Instance: d.instance, Image: d.cfg.SandboxImage, Runtime: d.cfg.SandboxRuntime,
 			Limits: d.limits(), Logger: d.o.Logger})
-	}
-	return d.mgr, d.mgrErr
+	})
 }
 
 // engine is what the engine says of itself, asked once.
 func (d *Doctor) engine(ctx context.Context) (sandbox.EngineInfo, error) {
-	if d.engineInfo == nil && d.engineErr == nil {
+	return d.engineInfo.get(func() (sandbox.EngineInfo, error) {
 		m, err := d.manager(ctx)
 		if err != nil {
-			d.engineErr = err
 			return sandbox.EngineInfo{}, err
 		}
-		info, err := m.Describe(ctx)
-		if err != nil {
-			d.engineErr = err
-		} else {
-			d.engineInfo = &info
-		}
-	}
-	if d.engineErr != nil {
-		return sandbox.EngineInfo{}, d.engineErr
-	}
-	return *d.engineInfo, nil
+		return m.Describe(ctx)
+	})
 }
 
 func (d *Doctor) checkEngine(ctx context.Context) Result {
@@ -74,21 +63,14 @@ func (d *Doctor) checkEngine(ctx context.Context) Result {
 }
 
 // imageInfo inspects the configured sandbox image once.
-func (d *Doctor) imageInfo(ctx context.Context) (*sandbox.ImageInfo, error) {
-	if d.image == nil && d.imageErr == nil {
+func (d *Doctor) imageInfo(ctx context.Context) (sandbox.ImageInfo, error) {
+	return d.image.get(func() (sandbox.ImageInfo, error) {
 		m, err := d.manager(ctx)
 		if err != nil {
-			d.imageErr = err
-			return nil, err
+			return sandbox.ImageInfo{}, err
 		}
-		info, err := m.ImageInfo(ctx, d.cfg.SandboxImage)
-		if err != nil {
-			d.imageErr = err
-		} else {
-			d.image = &info
-		}
-	}
-	return d.image, d.imageErr
+		return m.ImageInfo(ctx, d.cfg.SandboxImage)
+	})
 }
 
 func (d *Doctor) checkImage(ctx context.Context) Result {

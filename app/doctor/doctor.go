@@ -81,26 +81,14 @@ type Doctor struct {
 	cfg      *config.Config
 	instance string
 
-	mgr        *sandbox.Manager
-	mgrErr     error
-	engineInfo *sandbox.EngineInfo
-	engineErr  error
-
-	image    *sandbox.ImageInfo
-	imageErr error
-
-	factory    *gh.Factory
-	factoryErr error
-	app        *gh.AppInfo
-	appErr     error
-	installs   []gh.InstallationInfo
-	installErr error
-
-	model     *llm.Client
-	modelErr  error
-	listed    []string
-	listErr   error
-	listTried bool
+	mgr        memo[*sandbox.Manager]
+	engineInfo memo[sandbox.EngineInfo]
+	image      memo[sandbox.ImageInfo]
+	factory    memo[*gh.Factory]
+	app        memo[gh.AppInfo]
+	installs   memo[[]gh.InstallationInfo]
+	model      memo[*llm.Client]
+	listed     memo[[]string]
 }
 
 // New prepares the checks; nothing is contacted until Run.
@@ -124,10 +112,25 @@ func New(o Options) *Doctor {
 
 // Close releases the engine connection.
 func (d *Doctor) Close() error {
-	if d.mgr != nil {
-		return d.mgr.Close()
+	if d.mgr.done && d.mgr.err == nil {
+		return d.mgr.v.Close()
 	}
 	return nil
+}
+
+// memo is a value the checks share, computed by the first that needs it.
+type memo[T any] struct {
+	done bool
+	v    T
+	err  error
+}
+
+func (m *memo[T]) get(f func() (T, error)) (T, error) {
+	if !m.done {
+		m.v, m.err = f()
+		m.done = true
+	}
+	return m.v, m.err
 }
 
 type check struct {

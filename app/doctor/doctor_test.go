@@ -14,6 +14,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -74,7 +75,7 @@ func run(t *testing.T, d *Doctor, only ...string) map[string]Result {
 	t.Helper()
 	out := map[string]Result{}
 	for _, c := range allChecks() {
-		if len(only) > 0 && !contains(only, c.name) {
+		if len(only) > 0 && !slices.Contains(only, c.name) {
 			continue
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
@@ -84,15 +85,6 @@ func run(t *testing.T, d *Doctor, only ...string) map[string]Result {
 		out[c.name] = r
 	}
 	return out
-}
-
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }
 
 // expect checks a result's status, and that its detail and fix say what

@@ -66,10 +66,9 @@ func rsaBits(pemText []byte) (int, error) {
 
 // github is the client factory the GitHub checks share.
 func (d *Doctor) github() (*gh.Factory, error) {
-	if d.factory == nil && d.factoryErr == nil {
+	return d.factory.get(func() (*gh.Factory, error) {
 		key, err := d.cfg.PrivateKeyPEM()
 		if err != nil {
-			d.factoryErr = err
 			return nil, err
 		}
 		o := gh.Options{AppID: d.cfg.AppID, PrivateKeyPEM: key, BaseURL: d.cfg.GitHubAPIURL, Logger: d.o.Logger,
@@ -77,27 +76,19 @@ func (d *Doctor) github() (*gh.Factory, error) {
 		if d.o.GitHub != nil {
 			d.o.GitHub(&o)
 		}
-		d.factory, d.factoryErr = gh.New(o)
-	}
-	return d.factory, d.factoryErr
+		return gh.New(o)
+	})
 }
 
 // appInfo reads the App with its JWT once.
-func (d *Doctor) appInfo(ctx context.Context) (*gh.AppInfo, error) {
-	if d.app == nil && d.appErr == nil {
+func (d *Doctor) appInfo(ctx context.Context) (gh.AppInfo, error) {
+	return d.app.get(func() (gh.AppInfo, error) {
 		f, err := d.github()
 		if err != nil {
-			d.appErr = err
-			return nil, err
+			return gh.AppInfo{}, err
 		}
-		info, err := f.AppInfo(ctx)
-		if err != nil {
-			d.appErr = err
-		} else {
-			d.app = &info
-		}
-	}
-	return d.app, d.appErr
+		return f.AppInfo(ctx)
+	})
 }
 
 func (d *Doctor) checkApp(ctx context.Context) Result {
@@ -124,18 +115,13 @@ func (d *Doctor) checkApp(ctx context.Context) Result {
 
 // installations lists the App's installations once.
 func (d *Doctor) installations(ctx context.Context) ([]gh.InstallationInfo, error) {
-	if d.installs == nil && d.installErr == nil {
+	return d.installs.get(func() ([]gh.InstallationInfo, error) {
 		f, err := d.github()
 		if err != nil {
-			d.installErr = err
 			return nil, err
 		}
-		d.installs, d.installErr = f.Installations(ctx)
-		if d.installs == nil && d.installErr == nil {
-			d.installs = []gh.InstallationInfo{}
-		}
-	}
-	return d.installs, d.installErr
+		return f.Installations(ctx)
+	})
 }
 
 func (d *Doctor) checkInstallations(ctx context.Context) Result {
@@ -222,7 +208,7 @@ func missing(wantPerms map[string]string, wantEvents []string, havePerms map[str
 }
 
 // appSettings is the App's settings page, where permissions are changed.
-func appSettings(app *gh.AppInfo) string {
+func appSettings(app gh.AppInfo) string {
 	u, err := url.Parse(app.HTMLURL)
 	if err != nil || u.Host == "" {
 		return "the App's settings page"

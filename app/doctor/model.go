@@ -21,34 +21,31 @@ func roles() []chat.Role {
 // client is the model client the model checks share: one attempt per
 // call, no retries, so a broken endpoint is reported at once.
 func (d *Doctor) client() (*llm.Client, error) {
-	if d.model == nil && d.modelErr == nil {
+	return d.model.get(func() (*llm.Client, error) {
 		models := map[chat.Role]string{}
 		for _, r := range roles() {
 			models[r] = d.cfg.ModelFor(string(r))
 		}
-		d.model, d.modelErr = llm.New(llm.Options{BaseURL: d.cfg.LLMBaseURL, APIKey: d.cfg.LLMAPIKey, Models: models,
+		return llm.New(llm.Options{BaseURL: d.cfg.LLMBaseURL, APIKey: d.cfg.LLMAPIKey, Models: models,
 			MaxRetries: -1, HTTPTimeout: 30 * time.Second, Logger: d.o.Logger})
-	}
-	return d.model, d.modelErr
+	})
 }
 
 // list asks the endpoint for its models once. A server that does not list
 // models (404, 405) gives no list and no error.
 func (d *Doctor) list(ctx context.Context) ([]string, error) {
-	if !d.listTried {
-		d.listTried = true
+	return d.listed.get(func() ([]string, error) {
 		c, err := d.client()
 		if err != nil {
-			d.listErr = err
 			return nil, err
 		}
-		d.listed, d.listErr = c.ListModels(ctx)
+		names, err := c.ListModels(ctx)
 		var se *llm.StatusError
-		if errors.As(d.listErr, &se) && (se.Status == http.StatusNotFound || se.Status == http.StatusMethodNotAllowed) {
-			d.listed, d.listErr = nil, nil
+		if errors.As(err, &se) && (se.Status == http.StatusNotFound || se.Status == http.StatusMethodNotAllowed) {
+			return nil, nil
 		}
-	}
-	return d.listed, d.listErr
+		return names, err
+	})
 }
 
 // modelFix says what to do about a failed model call.
