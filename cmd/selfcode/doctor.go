@@ -4,9 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"log/slog"
-	"os"
 	"os/signal"
 	"syscall"
 
@@ -37,11 +35,10 @@ URL (it reaches this machine). It exits 1 when a check fails, 0 otherwise
 			}
 			fast, _ := cmd.Flags().GetBool("fast")
 			asJSON, _ := cmd.Flags().GetBool("json")
-			manifest := selfcode.AppManifest()
-			if p, _ := cmd.Flags().GetString("manifest"); p != "" {
-				if manifest, err = os.ReadFile(p); err != nil {
-					return &exitError{code: 2, err: fmt.Errorf("--manifest: %w", err)}
-				}
+			path, _ := cmd.Flags().GetString("manifest")
+			manifest, err := readManifest(path)
+			if err != nil {
+				return &exitError{code: 2, err: err}
 			}
 			ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 			defer stop()
@@ -64,7 +61,7 @@ URL (it reaches this machine). It exits 1 when a check fails, 0 otherwise
 		},
 	}
 	c.Flags().Bool("fast", false, "only the local checks (engine, image present, data directory, webhook secret, App key)")
-	c.Flags().String("manifest", "", "the App manifest whose permissions and events the App must have (default: the app.yml built in)")
+	c.Flags().String("manifest", "", "the App manifest whose permissions and events the App must have; default ./app.yml when there is one, else the copy built into selfcode")
 	c.Flags().Bool("json", false, "print the results as JSON")
 	return c
 }

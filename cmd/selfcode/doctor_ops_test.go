@@ -1,12 +1,15 @@
 package main
 
 import (
+	"bytes"
 	"encoding/json"
 	"net"
+	"os"
 	"strconv"
 	"strings"
 	"testing"
 
+	"github.com/selfcode/selfcode"
 	"github.com/selfcode/selfcode/internal/dockertest"
 	"github.com/selfcode/selfcode/internal/fakegithub"
 	"github.com/selfcode/selfcode/internal/fakeopenai"
@@ -80,4 +83,21 @@ func freeAddr(t *testing.T) string {
 	}
 	defer ln.Close()
 	return ln.Addr().String()
+}
+
+// setup and doctor read ./app.yml in a checkout, and the copy the binary
+// carries anywhere else (a release binary).
+func TestReadManifest(t *testing.T) {
+	t.Chdir(t.TempDir())
+	got, err := readManifest("")
+	if err != nil || !bytes.Equal(got, selfcode.AppManifest()) {
+		t.Fatalf("without ./app.yml: %v", err)
+	}
+	os.WriteFile("app.yml", []byte("name: local\n"), 0o600)
+	if got, err := readManifest(""); err != nil || string(got) != "name: local\n" {
+		t.Fatalf("with ./app.yml: %q, %v", got, err)
+	}
+	if _, err := readManifest("missing.yml"); err == nil || !strings.Contains(err.Error(), "--manifest") {
+		t.Fatalf("a missing --manifest: %v", err)
+	}
 }
