@@ -4,8 +4,11 @@ PKGS      ?= ./...
 BIN       ?= bin/selfcode
 STATICCHECK_VERSION ?= v0.8.2
 STATICCHECK := $(shell $(GO) env GOPATH)/bin/staticcheck
+ACTIONLINT_VERSION ?= v1.7.12
+ACTIONLINT := $(shell $(GO) env GOPATH)/bin/actionlint
+RELEASE_DIR ?= bin/release
 
-.PHONY: all build test test-short sandbox-image lint vet staticcheck fmt fuzz bench demo clean
+.PHONY: all build test test-short sandbox-image lint vet staticcheck actionlint release-dry-run fmt fuzz bench demo clean
 
 all: build
 
@@ -24,7 +27,7 @@ sandbox-image:
 		echo "Docker not reachable: sandbox tests will skip"; \
 	fi
 
-test: sandbox-image chromium vet staticcheck
+test: sandbox-image chromium vet staticcheck actionlint release-dry-run
 	$(GO) test -count=1 -timeout 45m $(PKGS)
 
 test-short:
@@ -40,7 +43,24 @@ $(STATICCHECK):
 staticcheck: $(STATICCHECK)
 	$(STATICCHECK) $(PKGS)
 
-lint: vet staticcheck
+# The GitHub Actions workflows, checked with actionlint at a pinned version
+# (installed like staticcheck; its shellcheck rule runs when shellcheck is
+# installed and is skipped otherwise).
+actionlint:
+	@$(ACTIONLINT) -version 2>/dev/null | grep -qx '$(ACTIONLINT_VERSION)' || \
+		$(GO) install github.com/rhysd/actionlint/cmd/actionlint@$(ACTIONLINT_VERSION)
+	$(ACTIONLINT) .github/workflows/*.yml
+
+# What the release workflow builds, built here: the binaries for linux and
+# darwin on amd64 and arm64 with SHA256SUMS (deploy/release/build-binaries.sh,
+# the workflow's own script), then this machine's binary is run.
+release-dry-run:
+	rm -rf $(RELEASE_DIR)
+	deploy/release/build-binaries.sh v0.0.0-dry-run $(RELEASE_DIR)
+	test "$$(wc -l <$(RELEASE_DIR)/SHA256SUMS)" -eq 4
+	$(RELEASE_DIR)/selfcode-$$($(GO) env GOOS)-$$($(GO) env GOARCH) version | grep -qx 'selfcode v0.0.0-dry-run'
+
+lint: vet staticcheck actionlint
 
 fmt:
 	gofmt -w $$(git ls-files '*.go')
@@ -66,6 +86,8 @@ fuzz:
 	$(GO) test ./templates -run XXX -fuzz FuzzFence -fuzztime $(FUZZTIME)
 	$(GO) test ./internal/fakeopenai -run XXX -fuzz FuzzLoadTranscript -fuzztime $(FUZZTIME)
 	$(GO) test ./app/llm -run XXX -fuzz FuzzParseRetryAfter -fuzztime $(FUZZTIME)
+	$(GO) test ./app/image -run XXX -fuzz FuzzBaseImages -fuzztime $(FUZZTIME)
+	$(GO) test ./app/sandbox -run XXX -fuzz FuzzParseCgroupLimits -fuzztime $(FUZZTIME)
 
 # Issue 14's figures first: the sample one-line job cold and warm (Docker),
 # and intake over HTTP against a minimal reference intake.

@@ -496,3 +496,221 @@ func TestDockerfile(t *testing.T) {
 		}
 	}
 }
+
+// offlineRecipe is what build-offline.sh puts in the image: the packages
+// (debootstrap's --include and the toolchains apt-get installs), and the
+// ENV and LABEL lines of its docker import.
+func offlineRecipe(t *testing.T) (packages []string, env, labels map[string]string, user string) {
+	t.Helper()
+	data, err := os.ReadFile("sandbox/build-offline.sh")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := string(data)
+	env, labels = map[string]string{}, map[string]string{}
+	for _, line := range strings.Split(s, "\n") {
+		line = strings.TrimSpace(line)
+		if v, ok := strings.CutPrefix(line, `packages="`); ok {
+			packages = append(packages, strings.Split(strings.TrimSuffix(v, `"`), ",")...)
+		}
+		if v, ok := strings.CutPrefix(line, `toolchains="`); ok {
+			packages = append(packages, strings.Fields(strings.TrimSuffix(v, `"`))...)
+		}
+		for _, q := range []string{`--change '`, `--change "`} {
+			v, ok := strings.CutPrefix(line, q)
+			if !ok {
+				continue
+			}
+			v = strings.TrimSuffix(strings.TrimSuffix(v, ` \`), q[len(q)-1:])
+			if kv, ok := strings.CutPrefix(v, "ENV "); ok {
+				k, val, _ := strings.Cut(kv, "=")
+				env[k] = val
+			}
+			if kv, ok := strings.CutPrefix(v, "LABEL "); ok {
+				k, val, _ := strings.Cut(kv, "=")
+				labels[k] = val
+			}
+		}
+		if v, ok := strings.CutPrefix(line, `echo "sandbox:x:$sandbox_uid:$sandbox_gid:`); ok {
+			user = "sandbox:x:10001:10001:" + strings.SplitN(v, `"`, 2)[0]
+		}
+	}
+	slices.Sort(packages)
+	return packages, env, labels, user
+}
+
+// The Dockerfile (the registry path) and build-offline.sh (the offline
+// path) make the same image: the same packages, Go toolchain, user,
+// environment, labels, release file and warmed /cache.
+func TestSandboxRecipesMatch(t *testing.T) {
+	packages, env, labels, user := offlineRecipe(t)
+	if len(packages) < 10 || len(env) < 10 || labels["io.selfcode.cache"] != "/cache" || user == "" {
+		t.Fatalf("could not read build-offline.sh: packages %v env %v labels %v user %q", packages, env, labels, user)
+	}
+	stages := dockerStages(t, "sandbox/Dockerfile")
+	final := stages[len(stages)-1]
+	var dpackages []string
+	denv, dlabels := map[string]string{}, map[string]string{}
+	body := strings.Join(final.lines, "\n")
+	for _, l := range final.lines {
+		switch {
+		case strings.HasPrefix(l, "RUN apt-get update"):
+			_, list, ok := strings.Cut(l, "--no-install-recommends")
+			if !ok {
+				t.Fatalf("apt-get install without --no-install-recommends: %s", l)
+			}
+			list, _, _ = strings.Cut(list, ">/dev/null")
+			dpackages = strings.Fields(list)
+		case strings.HasPrefix(l, "ENV "), strings.HasPrefix(l, "LABEL "):
+			into := denv
+			if strings.HasPrefix(l, "LABEL ") {
+				into = dlabels
+			}
+			for _, kv := range strings.Fields(l)[1:] {
+				k, v, _ := strings.Cut(kv, "=")
+				into[k] = v
+			}
+		}
+	}
+	slices.Sort(dpackages)
+	if !slices.Equal(dpackages, packages) {
+		t.Errorf("packages differ:\n  Dockerfile       %v\n  build-offline.sh %v", dpackages, packages)
+	}
+	for k, v := range env {
+		if denv[k] != v {
+			t.Errorf("ENV %s: Dockerfile %q, build-offline.sh %q", k, denv[k], v)
+		}
+	}
+	for k := range denv {
+		if _, ok := env[k]; !ok {
+			t.Errorf("ENV %s only in the Dockerfile", k)
+		}
+	}
+	for k, v := range labels {
+		if k == "io.selfcode.recipe" {
+			if dlabels[k] != "${RECIPE}" {
+				t.Errorf("the Dockerfile's recipe label is %q, want the RECIPE build argument", dlabels[k])
+			}
+			continue
+		}
+		if dlabels[k] != v {
+			t.Errorf("LABEL %s: Dockerfile %q, build-offline.sh %q", k, dlabels[k], v)
+		}
+	}
+	for _, want := range []string{
+		"COPY --from=go /usr/local/go /usr/local/go", // the Go toolchain where the offline build copies it
+		`echo "` + user + `" >>/etc/passwd`,
+		"chown 10001:10001 /work /cache",
+		">/etc/selfcode-sandbox-release",
+		"USER 10001:10001",
+		"RUN /bin/sh /usr/local/lib/selfcode/warm.sh", // /cache warmed as the sandbox user
+		"WORKDIR /work",
+		`CMD ["/bin/sh"]`,
+	} {
+		if !strings.Contains(body, want) {
+			t.Errorf("the Dockerfile lacks %q", want)
+		}
+	}
+	if strings.Index(body, "USER 10001:10001") > strings.Index(body, "warm.sh") {
+		t.Error("warm.sh runs before the Dockerfile switches to the sandbox user")
+	}
+	for _, s := range stages {
+		for _, l := range s.lines {
+			if strings.HasPrefix(l, "RUN --mount") || strings.Contains(l, "--chmod") || strings.Contains(l, "--link") {
+				t.Errorf("BuildKit-only instruction (selfcode builds with the classic builder): %s", l)
+			}
+		}
+	}
+}
+
+type workflow struct {
+	On struct {
+		Push struct {
+			Tags []string `yaml:"tags"`
+		} `yaml:"push"`
+	} `yaml:"on"`
+	Jobs map[string]struct {
+		Needs       []string          `yaml:"needs"`
+		Permissions map[string]string `yaml:"permissions"`
+		Steps       []struct {
+			ID   string            `yaml:"id"`
+			Uses string            `yaml:"uses"`
+			Run  string            `yaml:"run"`
+			With map[string]string `yaml:"with"`
+			Env  map[string]string `yaml:"env"`
+		} `yaml:"steps"`
+	} `yaml:"jobs"`
+}
+
+// The release workflow builds the binaries with the script the dry run
+// uses, pushes both images to ghcr.io, bakes the sandbox image's digest
+// into the server image, and names both digests in the release notes.
+func TestReleaseWorkflow(t *testing.T) {
+	data, err := os.ReadFile("../.github/workflows/release.yml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var w workflow
+	if err := yaml.Unmarshal(data, &w); err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(w.On.Push.Tags, []string{"v*"}) {
+		t.Errorf("runs on tags %v, want v*", w.On.Push.Tags)
+	}
+	all := string(data)
+	if !strings.Contains(all, "deploy/release/build-binaries.sh \"$GITHUB_REF_NAME\" dist") {
+		t.Error("the binaries are not built with deploy/release/build-binaries.sh")
+	}
+	images := w.Jobs["images"]
+	if images.Permissions["packages"] != "write" {
+		t.Error("the images job cannot push packages")
+	}
+	builds := map[string]map[string]string{}
+	for _, s := range images.Steps {
+		if strings.HasPrefix(s.Uses, "docker/build-push-action@") {
+			builds[s.ID] = s.With
+		}
+		if s.ID == "names" && (!strings.Contains(s.Run, "ghcr.io/$owner/selfcode-sandbox") || !strings.Contains(s.Run, "ghcr.io/$owner/selfcode\"")) {
+			t.Errorf("the images are not named on ghcr.io: %s", s.Run)
+		}
+	}
+	sandbox, server := builds["sandbox"], builds["server"]
+	if sandbox["context"] != "deploy/sandbox" || server["file"] != "deploy/Dockerfile" {
+		t.Fatalf("image builds %v", builds)
+	}
+	for _, b := range []map[string]string{sandbox, server} {
+		if b["push"] != "true" || b["platforms"] != "linux/amd64,linux/arm64" {
+			t.Errorf("build %v does not push both platforms", b)
+		}
+	}
+	if !strings.Contains(server["build-args"], "SANDBOX_IMAGE=${{ steps.names.outputs.sandbox }}:${{ github.ref_name }}@${{ steps.sandbox.outputs.digest }}") {
+		t.Errorf("the server image's sandbox is not the released one, by digest: %q", server["build-args"])
+	}
+	release := w.Jobs["release"]
+	if !slices.Equal(release.Needs, []string{"binaries", "images"}) || release.Permissions["contents"] != "write" {
+		t.Errorf("release job: needs %v, permissions %v", release.Needs, release.Permissions)
+	}
+	notes := ""
+	for _, s := range release.Steps {
+		notes += s.Run
+	}
+	for _, want := range []string{"$SERVER@$SERVER_DIGEST", "$SANDBOX@$SANDBOX_DIGEST", "cat dist/SHA256SUMS", "gh release create", "dist/*"} {
+		if !strings.Contains(notes, want) {
+			t.Errorf("the release step lacks %q", want)
+		}
+	}
+	// The server image's default sandbox image is the build argument.
+	stages := dockerStages(t, "Dockerfile")
+	final := strings.Join(stages[len(stages)-1].lines, "\n")
+	if !strings.Contains(final, "ARG SANDBOX_IMAGE=") || !strings.Contains(final, "SELFCODE_SANDBOX_IMAGE=${SANDBOX_IMAGE}") {
+		t.Error("deploy/Dockerfile does not set SELFCODE_SANDBOX_IMAGE from the SANDBOX_IMAGE argument")
+	}
+	script, err := os.ReadFile("release/build-binaries.sh")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(script), `targets="${TARGETS:-linux/amd64 linux/arm64 darwin/amd64 darwin/arm64}"`) ||
+		!strings.Contains(string(script), "CGO_ENABLED=0") || !strings.Contains(string(script), "SHA256SUMS") {
+		t.Error("build-binaries.sh does not build static linux and darwin binaries for amd64 and arm64 with SHA256SUMS")
+	}
+}

@@ -48,6 +48,7 @@ type Config struct {
 	Enabled              bool          `env:"SELFCODE_ENABLED" yaml:"enabled" default:"true" desc:"false is the kill switch: jobs are stored but stay queued"`
 
 	// Operational settings beyond the contract's table.
+	PublicURL       string        `env:"SELFCODE_PUBLIC_URL" yaml:"public_url" check:"url" desc:"the address GitHub reaches the public listener at (https://HOST; webhooks go to <it>/webhook); selfcode doctor checks it reaches this server (empty: the App's webhook URL)"`
 	TemplatesDir    string        `env:"SELFCODE_TEMPLATES_DIR" yaml:"templates_dir" desc:"folder of *.tmpl files that override report template blocks (templates/); checked at startup"`
 	PromptsDir      string        `env:"SELFCODE_PROMPTS_DIR" yaml:"prompts_dir" desc:"folder of prompt files that override the embedded ones (prompts/); checked at startup"`
 	ShutdownTimeout time.Duration `env:"SELFCODE_SHUTDOWN_TIMEOUT" yaml:"shutdown_timeout" default:"30s" check:"positive" desc:"how long serve waits for running work on shutdown"`

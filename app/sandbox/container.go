@@ -127,7 +127,7 @@ func (m *Manager) Start(ctx context.Context, spec Spec) (*Container, error) {
 	if err != nil {
 		m.creating.RUnlock()
 		if errdefs.IsNotFound(err) {
-			return nil, fmt.Errorf("%w: %s (build it with deploy/sandbox/build-offline.sh or pull it): %w", ErrImageNotFound, image, err)
+			return nil, fmt.Errorf("%w: %s (run `selfcode image build`): %w", ErrImageNotFound, image, err)
 		}
 		return nil, fmt.Errorf("create sandbox container: %w", err)
 	}

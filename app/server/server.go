@@ -63,6 +63,12 @@ type Options struct {
 	// ReapInterval is how often the sandbox reaper removes the containers
 	// of jobs that no longer run; default one minute.
 	ReapInterval time.Duration
+	// BuildImage (serve) builds the sandbox image in the background when it
+	// is missing (app/image: pulled, docker build, or offline; the log says
+	// which and why). Deliveries are taken meanwhile; jobs wait, queued,
+	// until the build has ended. Only with the sandbox built from the
+	// configuration (no Parts, no Pipeline).
+	BuildImage bool
 }
 
 // Server is a running selfcode.
@@ -77,6 +83,10 @@ type Server struct {
 	Overnight *overnight.Scheduler
 
 	enabled atomic.Bool // the kill switch, changeable at run time
+	// imageWait is set while the sandbox image is being built: jobs wait.
+	imageWait  atomic.Bool
+	buildImage bool          // Run builds the sandbox image when missing
+	imageDone  chan struct{} // closed when that build has ended
 
 	model     chat.Model            // the one model client
 	budget    *budget.Budget        // the daily budgets (built after the parts; jobs use it once running)
@@ -122,6 +132,7 @@ func New(ctx context.Context, o Options) (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("build the job parts: %w", err)
 	}
+	s.buildImage = o.BuildImage && o.Parts == nil && o.Pipeline == nil
 
 	windows := overnight.Windows{Schedule: cfg.Schedule(), Length: cfg.OvernightWindow}
 	router := intake.New(intake.Options{
@@ -145,7 +156,7 @@ func New(ctx context.Context, o Options) (*Server, error) {
 	s.Pool, err = worker.New(worker.Options{
 		Store: st, Runner: parts.Runner, Permissions: parts.Permissions, Notifier: parts.Notifier,
 		Observer: s.Metrics, Workers: cfg.Workers, Instance: s.Instance, Logger: log,
-		Enabled: s.Enabled, Tick: o.Tick, Hold: parts.Hold,
+		Enabled: s.jobsMayStart, Tick: o.Tick, Hold: parts.Hold,
 		Promote: s.Overnight.Promote, Admit: hooks.admit, Finished: hooks.finished,
 		OvernightMaxDuration: cfg.OvernightMaxDuration, PublishGrace: cfg.PublishGrace,
 		// Until a job's runner reads its repository's limits.job_timeout.
@@ -182,6 +193,11 @@ func (s *Server) AdminAddr() string { return s.adminLn.Addr().String() }
 // then shuts down gracefully: stop taking deliveries, let running jobs finish
 // up to the shutdown timeout, close the store.
 func (s *Server) Run(ctx context.Context) error {
+	if s.buildImage {
+		s.imageWait.Store(true)
+		s.imageDone = make(chan struct{})
+		go func() { defer close(s.imageDone); s.ensureImage(ctx) }()
+	}
 	if err := s.Pool.Start(ctx); err != nil {
 		return err
 	}
@@ -220,6 +236,9 @@ func (s *Server) Run(ctx context.Context) error {
 	stopOvernight()
 	<-overnightDone
 	<-reaperDone
+	if s.imageDone != nil {
+		<-s.imageDone
+	}
 	_ = s.admin.Shutdown(sctx)
 	if err := s.close(); err != nil && runErr == nil {
 		runErr = err

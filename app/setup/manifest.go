@@ -178,3 +178,22 @@ func APIURL(web *url.URL) string {
 	}
 	return web.Scheme + "://" + web.Host + "/api/v3/"
 }
+
+// Needs is what app.yml asks GitHub for: the permissions (name →
+// read/write) and webhook events the App must have.
+type Needs struct {
+	Permissions map[string]string `yaml:"default_permissions"`
+	Events      []string          `yaml:"default_events"`
+}
+
+// ReadNeeds reads app.yml's default_permissions and default_events.
+func ReadNeeds(appYML []byte) (Needs, error) {
+	var n Needs
+	if err := yaml.Unmarshal(appYML, &n); err != nil {
+		return Needs{}, fmt.Errorf("read app.yml: %w", err)
+	}
+	if len(n.Permissions) == 0 {
+		return Needs{}, errors.New("app.yml: no default_permissions")
+	}
+	return n, nil
+}

@@ -29,7 +29,7 @@ func main() {
 		SilenceErrors: true,
 	}
 	root.PersistentFlags().String("config", "", "YAML configuration file (keys as in the environment, lower case, without SELFCODE_)")
-	root.AddCommand(serveCmd(), runCmd(), evalCmd(), demoCmd(), setupCmd(), jobsCmd(), cacheCmd(), backupCmd(), configCmd(), versionCmd())
+	root.AddCommand(serveCmd(), runCmd(), evalCmd(), demoCmd(), setupCmd(), jobsCmd(), cacheCmd(), imageCmd(), doctorCmd(), backupCmd(), configCmd(), versionCmd())
 	if err := root.Execute(); err != nil {
 		code := 2 // usage errors from cobra
 		var e *exitError

@@ -6,14 +6,11 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"os/signal"
-	"path/filepath"
 	"syscall"
 
 	"github.com/spf13/cobra"
 
-	"github.com/selfcode/selfcode/app/config"
 	"github.com/selfcode/selfcode/app/demo"
 	"github.com/selfcode/selfcode/app/errs"
 	"github.com/selfcode/selfcode/app/localrun"
@@ -111,39 +108,4 @@ func modelConfigured() bool {
 		}
 	}
 	return false
-}
-
-// ensureImage builds the sandbox image offline when it is missing, with the
-// build script's progress on out.
-func ensureImage(ctx context.Context, cfg *config.Config, out io.Writer) error {
-	if exec.CommandContext(ctx, "docker", "image", "inspect", cfg.SandboxImage).Run() == nil {
-		return nil
-	}
-	script := findScript()
-	if script == "" {
-		return fmt.Errorf("image %s is missing and deploy/sandbox/build-offline.sh was not found; run it from the selfcode checkout", cfg.SandboxImage)
-	}
-	fmt.Fprintf(out, "==> building %s offline with %s (first run only; a few minutes)\n", cfg.SandboxImage, script)
-	cmd := exec.CommandContext(ctx, script, "--image", cfg.SandboxImage)
-	cmd.Stdout, cmd.Stderr = out, out
-	if err := cmd.Run(); err != nil {
-		return fmt.Errorf("build %s: %w", cfg.SandboxImage, err)
-	}
-	return nil
-}
-
-func findScript() string {
-	dir, err := os.Getwd()
-	for err == nil {
-		p := filepath.Join(dir, "deploy", "sandbox", "build-offline.sh")
-		if _, serr := os.Stat(p); serr == nil {
-			return p
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			break
-		}
-		dir = parent
-	}
-	return ""
 }

@@ -43,7 +43,8 @@ func serveCmd() *cobra.Command {
 			log.Info("configuration", "config", cfg)
 			ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 			defer stop()
-			srv, err := server.New(ctx, server.Options{Config: cfg, Logger: log, Parts: testParts(cfg, log)})
+			startupChecks(ctx, cfg, log)
+			srv, err := server.New(ctx, server.Options{Config: cfg, Logger: log, Parts: testParts(cfg, log), BuildImage: true})
 			if err != nil {
 				return &exitError{code: 1, err: err}
 			}

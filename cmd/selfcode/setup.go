@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"net"
 	"os"
 	"os/signal"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/selfcode/selfcode"
 	"github.com/selfcode/selfcode/app/config"
 	"github.com/selfcode/selfcode/app/github"
 	"github.com/selfcode/selfcode/app/setup"
@@ -37,7 +39,7 @@ The GitHub API used for the exchange is SELFCODE_GITHUB_API_URL; with a
 	f.String("org", "", "register the app for this organisation (default: your personal account)")
 	f.String("github-host", "github.com", "GitHub host; a GitHub Enterprise Server host name for GHES")
 	f.String("name", "", "app name (default: app.yml's name; app names are unique on GitHub)")
-	f.String("manifest", "app.yml", "the app manifest (Probot's app.yml form)")
+	f.String("manifest", "", "the app manifest (Probot's app.yml form); default ./app.yml when there is one, else the copy built into selfcode")
 	f.Int("port", 3000, "local port of the setup page (on 127.0.0.1)")
 	f.String("out", "selfcode-app.yml", "credentials file to write (YAML config; mode 0600)")
 	f.Bool("force", false, "replace --out if it exists")
@@ -61,9 +63,9 @@ func runSetup(cmd *cobra.Command, _ []string) error {
 	if err != nil {
 		return err
 	}
-	appYML, err := os.ReadFile(get("manifest"))
+	appYML, err := readManifest(get("manifest"))
 	if err != nil {
-		return &exitError{code: 2, err: fmt.Errorf("read the manifest (--manifest; app.yml is at the root of the selfcode repository): %w", err)}
+		return &exitError{code: 2, err: err}
 	}
 	web, err := setup.GitHubWeb(get("github-host"))
 	if err != nil {
@@ -111,4 +113,24 @@ func runSetup(cmd *cobra.Command, _ []string) error {
 	fmt.Fprintf(out, "Next: install the app on your repositories: %s\n", res.InstallURL())
 	fmt.Fprintf(out, "Then start the server: selfcode serve --config %s\n", res.File)
 	return nil
+}
+
+// readManifest reads the App manifest: path, or ./app.yml when path is
+// empty and there is one (a checkout), or the copy the binary carries.
+func readManifest(path string) ([]byte, error) {
+	if path == "" {
+		data, err := os.ReadFile("app.yml")
+		if err == nil {
+			return data, nil
+		}
+		if !errors.Is(err, fs.ErrNotExist) {
+			return nil, fmt.Errorf("read ./app.yml: %w", err)
+		}
+		return selfcode.AppManifest(), nil
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("read the manifest (--manifest): %w", err)
+	}
+	return data, nil
 }

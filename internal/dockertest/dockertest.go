@@ -27,12 +27,7 @@ func Required() bool { return os.Getenv("SELFCODE_REQUIRE_DOCKER") == "1" }
 // (and its containers reaped) when the test ends.
 func Manager(t testing.TB) *sandbox.Manager {
 	t.Helper()
-	if err := exec.Command("docker", "image", "inspect", Image()).Run(); err != nil {
-		if Required() {
-			t.Fatalf("SELFCODE_REQUIRE_DOCKER=1 but the Docker engine or image %s is unavailable: %v", Image(), err)
-		}
-		t.Skipf("no Docker engine or image %s: %v", Image(), err)
-	}
+	NeedImage(t)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	// A random suffix keeps concurrent test runs (several checkouts on one
@@ -59,6 +54,22 @@ func Manager(t testing.TB) *sandbox.Manager {
 	})
 	return m
 }
+
+// NeedImage skips the test (fails it under SELFCODE_REQUIRE_DOCKER=1) when
+// the Docker engine or the sandbox image is not there.
+func NeedImage(t testing.TB) {
+	t.Helper()
+	if err := exec.Command("docker", "image", "inspect", Image()).Run(); err != nil {
+		if Required() {
+			t.Fatalf("SELFCODE_REQUIRE_DOCKER=1 but the Docker engine or image %s is unavailable: %v", Image(), err)
+		}
+		t.Skipf("no Docker engine or image %s: %v", Image(), err)
+	}
+}
+
+// Suffix is a random name part that keeps concurrent test runs' Docker
+// objects apart.
+func Suffix() string { return suffix() }
 
 // TestCacheBytes caps the caches tests leave on the engine.
 const TestCacheBytes = 6 << 30

@@ -10,6 +10,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"math/big"
 	"net/http"
 	"strconv"
@@ -20,6 +21,8 @@ import (
 type installation struct {
 	id      int64
 	account string
+	// permissions the installation has accepted; nil: the app's.
+	permissions map[string]string
 }
 
 type token struct {
@@ -35,6 +38,17 @@ func (s *Server) AddInstallation(id int64, account string) {
 	defer s.mu.Unlock()
 	s.installations[id] = &installation{id: id, account: account}
 	s.ensureUserLocked(account)
+}
+
+// SetInstallationPermissions sets the permissions an installation has
+// accepted, as when the app asked for more and the account's owner has not
+// approved them yet.
+func (s *Server) SetInstallationPermissions(id int64, perms map[string]string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if inst, ok := s.installations[id]; ok {
+		inst.permissions = maps.Clone(perms)
+	}
 }
 
 // RemoveInstallation uninstalls the app; its tokens stop working and minting answers 404.

@@ -1,6 +1,7 @@
 package fakegithub
 
 import (
+	"maps"
 	"net/http"
 	"sort"
 	"strings"
@@ -15,6 +16,7 @@ func (s *Server) buildRoutes() []route {
 		// App (JWT) and public endpoints.
 		r(get, "app", authJWT, s.getApp),
 		r(get, "app/installations", authJWT, s.listInstallations),
+		r(get, "app/hook/config", authJWT, s.getHookConfig),
 		r(get, "app/installations/{id}", authJWT, s.getInstallation),
 		r(post, "app/installations/{id}/access_tokens", authJWT, s.createAccessToken),
 		r(get, "repos/{owner}/{repo}/installation", authJWT, s.getRepoInstallation),
@@ -70,6 +72,10 @@ func (s *Server) installationJSONLocked(inst *installation) map[string]any {
 	if acct.typ == "Organization" {
 		target = "Organization"
 	}
+	perms := s.appJSONLocked()["permissions"]
+	if inst.permissions != nil {
+		perms = maps.Clone(inst.permissions)
+	}
 	return map[string]any{
 		"id":                   inst.id,
 		"account":              s.userJSONLocked(inst.account),
@@ -78,9 +84,16 @@ func (s *Server) installationJSONLocked(inst *installation) map[string]any {
 		"target_type":          target,
 		"repository_selection": "all",
 		"access_tokens_url":    s.api("app/installations/" + itoa64(inst.id) + "/access_tokens"),
-		"permissions":          s.appJSONLocked()["permissions"],
+		"html_url":             s.api("settings/installations/" + itoa64(inst.id)),
+		"permissions":          perms,
 		"events":               s.appJSONLocked()["events"],
 	}
+}
+
+// getHookConfig answers GET /app/hook/config: the webhook URL, and the
+// secret masked as GitHub masks it.
+func (s *Server) getHookConfig(w http.ResponseWriter, _ *http.Request, _ params) {
+	writeJSON(w, http.StatusOK, map[string]any{"url": s.opts.WebhookURL, "content_type": "json", "insecure_ssl": "0", "secret": "********"})
 }
 
 func (s *Server) listInstallations(w http.ResponseWriter, r *http.Request, _ params) {

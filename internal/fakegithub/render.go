@@ -3,6 +3,8 @@ package fakegithub
 import (
 	"encoding/base64"
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 	"time"
 )
@@ -262,20 +264,18 @@ func (s *Server) headRepoLocked(rp *repo, pr *PullRequest) *repo {
 
 func (s *Server) appJSONLocked() map[string]any {
 	return map[string]any{
-		"id":           s.opts.AppID,
-		"slug":         s.opts.AppSlug,
-		"node_id":      nodeID("Integration", s.opts.AppID),
-		"owner":        s.userJSONLocked("selfcode-owner"),
-		"name":         s.opts.AppName,
-		"description":  "",
-		"external_url": s.baseURL,
-		"html_url":     s.api("apps/" + s.opts.AppSlug),
-		"created_at":   ts(time.Unix(0, 0)),
-		"updated_at":   ts(time.Unix(0, 0)),
-		"permissions": map[string]string{
-			"checks": "write", "contents": "write", "issues": "write", "metadata": "read", "pull_requests": "write",
-		},
-		"events":              []string{"issue_comment", "issues", "pull_request", "pull_request_review_comment"},
+		"id":                  s.opts.AppID,
+		"slug":                s.opts.AppSlug,
+		"node_id":             nodeID("Integration", s.opts.AppID),
+		"owner":               s.userJSONLocked("selfcode-owner"),
+		"name":                s.opts.AppName,
+		"description":         "",
+		"external_url":        s.baseURL,
+		"html_url":            s.api("apps/" + s.opts.AppSlug),
+		"created_at":          ts(time.Unix(0, 0)),
+		"updated_at":          ts(time.Unix(0, 0)),
+		"permissions":         maps.Clone(s.opts.Permissions),
+		"events":              slices.Clone(s.opts.Events),
 		"installations_count": len(s.installations),
 	}
 }

@@ -48,6 +48,26 @@ type Options struct {
 	// GitHub Enterprise Server in private mode does; an installation token
 	// is then needed.
 	PrivateMode bool
+	// Permissions and Events are the app's registered permissions (name →
+	// read/write) and webhook events, in GET /app and on installations.
+	// Default: what app.yml asks for.
+	Permissions map[string]string
+	Events      []string
+	// WebhookURL is the app's webhook URL (GET /app/hook/config); default
+	// empty, as a fresh app's.
+	WebhookURL string
+}
+
+// AppYMLPermissions and AppYMLEvents are app.yml's default_permissions and
+// default_events: the fake's app is registered from it unless Options say
+// otherwise.
+func AppYMLPermissions() map[string]string {
+	return map[string]string{"actions": "read", "checks": "write", "contents": "write", "issues": "write", "metadata": "read", "pull_requests": "write"}
+}
+
+// AppYMLEvents: see AppYMLPermissions.
+func AppYMLEvents() []string {
+	return []string{"check_run", "issue_comment", "issues", "pull_request", "pull_request_review", "pull_request_review_comment"}
 }
 
 // Server is a running fake GitHub listening on 127.0.0.1.
@@ -97,6 +117,12 @@ func New(opts Options) (*Server, error) {
 	}
 	if opts.TokenTTL <= 0 {
 		opts.TokenTTL = time.Hour
+	}
+	if opts.Permissions == nil {
+		opts.Permissions = AppYMLPermissions()
+	}
+	if opts.Events == nil {
+		opts.Events = AppYMLEvents()
 	}
 	if opts.Now == nil {
 		opts.Now = time.Now

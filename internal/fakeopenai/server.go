@@ -33,7 +33,7 @@ type Options struct {
 	// naming response_format, and consumes no step.
 	RejectJSONSchema bool
 	// APIKey, when set, must arrive as "Authorization: Bearer <APIKey>";
-	// other requests get 401.
+	// other requests (chat completions and the model list) get 401.
 	APIKey string
 	// Logger receives one debug line per request; nil discards.
 	Logger *slog.Logger
@@ -341,7 +341,11 @@ func estimateTokens(n int) int {
 	return max(1, (n+3)/4)
 }
 
-func (s *Server) handleModels(w http.ResponseWriter, _ *http.Request) {
+func (s *Server) handleModels(w http.ResponseWriter, r *http.Request) {
+	if s.opts.APIKey != "" && r.Header.Get("Authorization") != "Bearer "+s.opts.APIKey {
+		writeError(w, http.StatusUnauthorized, "fake: missing or wrong API key", "")
+		return
+	}
 	type model struct {
 		ID      string `json:"id"`
 		Object  string `json:"object"`

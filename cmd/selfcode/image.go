@@ -1,0 +1,104 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os/signal"
+	"strings"
+	"syscall"
+
+	"github.com/spf13/cobra"
+
+	"github.com/selfcode/selfcode/app/config"
+	"github.com/selfcode/selfcode/app/image"
+)
+
+func imageCmd() *cobra.Command {
+	c := &cobra.Command{
+		Use:   "image",
+		Short: "Build the sandbox image (SELFCODE_SANDBOX_IMAGE)",
+		Args:  cobra.NoArgs,
+	}
+	build := &cobra.Command{
+		Use:   "build [--offline|--registry] [--image NAME:TAG] [--build-arg NAME=VALUE]...",
+		Short: "Put the sandbox image on the Docker engine now, with progress",
+		Long: `build puts the sandbox image on the engine by the first way that works here,
+and says which and why:
+
+  - pulled, when the image's reference names a registry (a released image,
+    e.g. ghcr.io/selfcode/selfcode-sandbox:v1.0.0);
+  - docker build from deploy/sandbox/Dockerfile, when the engine has or can
+    pull the Dockerfile's base images (debian:bookworm-slim, golang);
+  - the offline build (deploy/sandbox/build-offline.sh: debootstrap from this
+    machine's apt mirror, then docker import; Linux and root), otherwise.
+
+--registry and --offline choose one of the two builds. The recipes are built
+into the binary: no checkout is needed. demo, run and serve do the same on
+their own when the image is missing.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			cfg, err := loadConfig(cmd)
+			if err != nil {
+				return err
+			}
+			f := cmd.Flags()
+			offline, _ := f.GetBool("offline")
+			registry, _ := f.GetBool("registry")
+			force, _ := f.GetBool("force")
+			ref, _ := f.GetString("image")
+			pairs, _ := f.GetStringArray("build-arg")
+			o := image.Options{Image: cfg.SandboxImage, Mode: image.ModeAuto, Force: force, Progress: cmd.OutOrStdout()}
+			switch {
+			case offline && registry:
+				return &exitError{code: 2, err: errors.New("--offline and --registry exclude each other")}
+			case offline:
+				o.Mode = image.ModeOffline
+			case registry:
+				o.Mode = image.ModeRegistry
+			}
+			if ref != "" {
+				o.Image = ref
+			}
+			if o.BuildArgs, err = buildArgs(pairs); err != nil {
+				return &exitError{code: 2, err: err}
+			}
+			ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
+			defer stop()
+			res, err := image.Build(ctx, o)
+			if err != nil {
+				return &exitError{code: 1, err: err}
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "%s: %s (%s)\n", res.Image, res.Path, res.ID)
+			return nil
+		},
+	}
+	f := build.Flags()
+	f.Bool("offline", false, "build offline (debootstrap → docker import) even when a registry is reachable")
+	f.Bool("registry", false, "build with docker build from the Dockerfile; fail when the engine cannot pull its base images")
+	f.Bool("force", false, "offline: rebuild even when the image was built from the same recipe")
+	f.String("image", "", "the image to build (default SELFCODE_SANDBOX_IMAGE)")
+	f.StringArray("build-arg", nil, "docker build argument NAME=VALUE, e.g. BASE_IMAGE=mirror.example/debian:bookworm-slim")
+	c.AddCommand(build)
+	return c
+}
+
+func buildArgs(pairs []string) (map[string]string, error) {
+	args := map[string]string{}
+	for _, p := range pairs {
+		k, v, ok := strings.Cut(p, "=")
+		if !ok || k == "" {
+			return nil, fmt.Errorf("--build-arg %q: want NAME=VALUE", p)
+		}
+		args[k] = v
+	}
+	return args, nil
+}
+
+// ensureImage builds the sandbox image when it is missing, saying how and
+// why, with the build's progress on out.
+func ensureImage(ctx context.Context, cfg *config.Config, out io.Writer) error {
+	_, err := image.Ensure(ctx, image.Options{Image: cfg.SandboxImage, Progress: out})
+	return err
+}

@@ -1,0 +1,167 @@
+package dockertest
+
+import (
+	"archive/tar"
+	"bytes"
+	"io"
+	"log"
+	"net/http"
+	"net/http/httptest"
+	"os/exec"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-containerregistry/pkg/name"
+	"github.com/google/go-containerregistry/pkg/registry"
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/empty"
+	"github.com/google/go-containerregistry/pkg/v1/mutate"
+	"github.com/google/go-containerregistry/pkg/v1/random"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
+)
+
+// Registry serves an empty image registry (go-containerregistry's
+// pkg/registry, in this process) on 127.0.0.1 until the test ends and
+// returns its host:port. The engine pulls from it without TLS: it trusts
+// 127.0.0.0/8 as an insecure registry. wrap, when set, wraps the handler
+// (to hold or count requests).
+func Registry(t testing.TB, wrap func(http.Handler) http.Handler) string {
+	t.Helper()
+	h := registry.New(registry.Logger(log.New(io.Discard, "", 0)))
+	if wrap != nil {
+		h = wrap(h)
+	}
+	srv := httptest.NewServer(h)
+	t.Cleanup(srv.Close)
+	return strings.TrimPrefix(srv.URL, "http://")
+}
+
+// UnreachableRegistry is the host:port of a registry that has gone away.
+func UnreachableRegistry(t testing.TB) string {
+	t.Helper()
+	srv := httptest.NewServer(http.NotFoundHandler())
+	host := strings.TrimPrefix(srv.URL, "http://")
+	srv.Close()
+	return host
+}
+
+// Push pushes an image made of layers (a small random one when none are
+// given) for this machine's platform to ref, a reference into Registry.
+func Push(t testing.TB, ref string, env []string, layers ...v1.Layer) {
+	t.Helper()
+	img := empty.Image
+	if len(layers) == 0 {
+		r, err := random.Image(512, 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		img = r
+	} else {
+		var err error
+		if img, err = mutate.AppendLayers(img, layers...); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cf, err := img.ConfigFile()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cf = cf.DeepCopy()
+	cf.OS, cf.Architecture = "linux", runtime.GOARCH
+	cf.Config.Env = env
+	if img, err = mutate.ConfigFile(img, cf); err != nil {
+		t.Fatal(err)
+	}
+	r, err := name.ParseReference(ref)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := remote.Write(r, img); err != nil {
+		t.Fatalf("push %s: %v", ref, err)
+	}
+}
+
+// RemoveImages removes the test's own images from the engine when it
+// ends (never any other).
+func RemoveImages(t testing.TB, refs ...string) {
+	t.Cleanup(func() {
+		for _, ref := range refs {
+			_ = exec.Command("docker", "image", "rm", "--force", ref).Run()
+		}
+	})
+}
+
+// ImagePresent reports whether the engine has ref.
+func ImagePresent(ref string) bool {
+	return exec.Command("docker", "image", "inspect", ref).Run() == nil
+}
+
+// TinyRootFS is a tar of a few-megabyte root file system taken from the
+// sandbox image: the named programs (paths inside it) and the libraries
+// they load, read by tar inside a container of that image (no network),
+// plus /bin/sh (dash), /tmp and /etc. An image made of it has a shell and
+// those programs and nothing else.
+func TinyRootFS(t testing.TB, programs ...string) []byte {
+	t.Helper()
+	NeedImage(t)
+	script := `set -e; files="$*"; for p in "$@"; do files="$files $(ldd "$p" | grep -o '/[^ ]*' | tr '\n' ' ')"; done
+rel=""; for f in $files; do rel="$rel ${f#/}"; done
+tar -chf - -C / $(printf '%s\n' $rel | sort -u)`
+	args := append([]string{"run", "--rm", "--network", "none", "--entrypoint", "sh", Image(), "-c", script, "sh", "/usr/bin/dash"}, programs...)
+	var stderr bytes.Buffer
+	cmd := exec.Command("docker", args...)
+	cmd.Stderr = &stderr
+	files, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("derive a root file system from %s: %v\n%s", Image(), err, stderr.String())
+	}
+	// The archive ends with two zero blocks; the extra entries go before them.
+	var out bytes.Buffer
+	tr := tar.NewReader(bytes.NewReader(files))
+	tw := tar.NewWriter(&out)
+	for {
+		h, err := tr.Next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := tw.WriteHeader(h); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := io.Copy(tw, tr); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, h := range []*tar.Header{
+		{Name: "bin/", Typeflag: tar.TypeDir, Mode: 0o755},
+		{Name: "bin/sh", Typeflag: tar.TypeSymlink, Linkname: "/usr/bin/dash", Mode: 0o777},
+		{Name: "tmp/", Typeflag: tar.TypeDir, Mode: 0o1777},
+		{Name: "etc/", Typeflag: tar.TypeDir, Mode: 0o755},
+	} {
+		h.ModTime = time.Unix(0, 0)
+		if err := tw.WriteHeader(h); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := tw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return out.Bytes()
+}
+
+// ImportTiny imports TinyRootFS(programs) as the image ref (removed when
+// the test ends), with PATH set.
+func ImportTiny(t testing.TB, ref string, programs ...string) {
+	t.Helper()
+	rootfs := TinyRootFS(t, programs...)
+	cmd := exec.Command("docker", "import", "--change", "ENV PATH=/usr/local/bin:/usr/bin:/bin", "-", ref)
+	cmd.Stdin = bytes.NewReader(rootfs)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("docker import %s: %v\n%s", ref, err, out)
+	}
+	RemoveImages(t, ref)
+}
