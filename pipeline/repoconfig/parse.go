@@ -150,7 +150,7 @@ func (p *parser) top(n *yaml.Node, c *Config) {
 	if isNull(n) {
 		return
 	}
-	known := []string{"image", "setup", "setup_network", "verify", "reports", "paths", "limits", "enabled", "draft_on_failure", "instructions"}
+	known := []string{"image", "setup", "setup_network", "verify", "reports", "paths", "limits", "enabled", "draft_on_failure", "instructions", "smoke"}
 	p.entries("", n, func(key string, k, v *yaml.Node) {
 		if isNull(v) {
 			if !has(known, key) {
@@ -197,6 +197,8 @@ func (p *parser) top(n *yaml.Node, c *Config) {
 					c.Instructions = s
 				}
 			}
+		case "smoke":
+			c.Smoke = p.smoke(key, v)
 		default:
 			p.unknown(key, k, known)
 		}
