@@ -51,6 +51,10 @@ type Manager struct {
 	cacheIndex map[string]cacheEntry // by cache volume; nil until loaded
 	evicting   atomic.Bool           // a background eviction is running
 	bg         sync.WaitGroup        // background evictions
+
+	owned      ownedSet   // the smoke stage's live networks, containers and image tags
+	smokeMu    sync.Mutex // serialises the smoke stage's availability check
+	smokeReady bool       // the engine builds images and shadow containers are reachable
 }
 
 // New connects to the engine named by the environment (DOCKER_HOST etc.),
@@ -183,9 +187,10 @@ func (m *Manager) Describe(ctx context.Context) (EngineInfo, error) {
 	return e, nil
 }
 
-// Reap removes containers and work volumes labelled with this instance that
-// this Manager did not start (a crashed predecessor's), and those of any
-// instance whose deadline has passed. It returns how many it removed.
+// Reap removes containers, work volumes and the smoke stage's networks and
+// images labelled with this instance that this Manager did not make (a
+// crashed predecessor's), and those of any instance whose deadline has
+// passed. It returns how many it removed.
 func (m *Manager) Reap(ctx context.Context) (int, error) {
 	return m.reap(ctx, false)
 }
@@ -198,7 +203,7 @@ func (m *Manager) reap(ctx context.Context, startup bool) (int, error) {
 		m.mu.Lock()
 		_, mine := m.live[id]
 		m.mu.Unlock()
-		if mine {
+		if mine || m.owned.has(id) {
 			return false
 		}
 		if labels[LabelInstance] == m.opts.Instance {
@@ -245,7 +250,8 @@ func (m *Manager) reap(ctx context.Context, startup bool) (int, error) {
 			return removed, fmt.Errorf("reap volume %s: %w", v.Name, err)
 		}
 	}
-	return removed, nil
+	n, err := m.reapSmoke(ctx, stale, startup)
+	return removed + n, err
 }
 
 func (m *Manager) ownsVolume(name string) bool {
