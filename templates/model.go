@@ -52,6 +52,9 @@ type Report struct {
 	Iterations  []Iteration // earlier iterations, rendered collapsed
 	Iteration   int         // this report's iteration number (0: not shown)
 	Logs        string      // transcript excerpts and other free-form log text
+	// Smoke, when set, says why the repository's smoke stage did not run
+	// (untrusted: it may quote the engine).
+	Smoke       string
 	Stages      []Stage
 	Branch      string
 	PRURL       string

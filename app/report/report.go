@@ -24,6 +24,7 @@ func Fill(rep *templates.Report, out *pipeline.Output, cfg *repoconfig.Config) {
 	rep.Tokens = templates.TokenUsage{Total: out.Tokens, ByPhase: out.ByPhase}
 	rep.Duration = out.Duration
 	rep.Guidance = out.Guidance
+	rep.Smoke = out.Smoke
 	if out.Scope != nil {
 		rep.BlastRadius = out.Scope.BlastRadius
 	}

@@ -131,6 +131,9 @@ func (m *Manager) runtimeName(info EngineInfo) string {
 	return info.DefaultRuntime
 }
 
+// Instance is the name this Manager labels everything with.
+func (m *Manager) Instance() string { return m.opts.Instance }
+
 // Close waits for a background cache eviction and releases the engine
 // connection. Containers still open are left to their deadline and to the
 // next startup's reap.
