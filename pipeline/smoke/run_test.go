@@ -1,94 +1,20 @@
-package smoke
+package smoke_test
 
 import (
 	"context"
 	"errors"
 	"fmt"
 	"net/http"
-	"net/http/httptest"
 	"os"
-	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/selfcode/selfcode/pipeline/repoconfig"
+	"github.com/selfcode/selfcode/pipeline/smoke"
+	"github.com/selfcode/selfcode/pipeline/smoke/smoketest"
 	"github.com/selfcode/selfcode/pipeline/verify"
 )
-
-// fakeEngine builds nothing and "runs" an httptest server; it records
-// what was removed.
-type fakeEngine struct {
-	build    error // Build's error
-	buildFor time.Duration
-	start    error
-	handler  http.Handler
-	state    func() State
-	logs     string
-
-	mu                       sync.Mutex
-	imageRemoved, shadowGone bool
-	got                      RunSpec
-}
-
-type fakeImage struct{ e *fakeEngine }
-
-func (i fakeImage) Ref() string { return "selfcode-smoke:test" }
-func (i fakeImage) Remove(context.Context) error {
-	i.e.mu.Lock()
-	i.e.imageRemoved = true
-	i.e.mu.Unlock()
-	return nil
-}
-
-type fakeShadow struct {
-	e   *fakeEngine
-	srv *httptest.Server
-}
-
-func (s *fakeShadow) URL() string { return s.srv.URL }
-func (s *fakeShadow) State(context.Context) (State, error) {
-	if s.e.state != nil {
-		return s.e.state(), nil
-	}
-	return State{Running: true}, nil
-}
-func (s *fakeShadow) Logs(context.Context, int) (string, error) { return s.e.logs, nil }
-func (s *fakeShadow) Close(context.Context) error {
-	s.srv.Close()
-	s.e.mu.Lock()
-	s.e.shadowGone = true
-	s.e.mu.Unlock()
-	return nil
-}
-
-func (e *fakeEngine) Available(context.Context) error { return nil }
-func (e *fakeEngine) Snapshot(context.Context, string, string) (*Snapshot, error) {
-	return nil, errors.New("not used")
-}
-func (e *fakeEngine) Build(ctx context.Context, spec BuildSpec) (Image, error) {
-	if e.buildFor > 0 {
-		select {
-		case <-time.After(e.buildFor):
-		case <-ctx.Done():
-			return nil, ctx.Err()
-		}
-	}
-	if e.build != nil {
-		return nil, e.build
-	}
-	return fakeImage{e}, nil
-}
-func (e *fakeEngine) Start(ctx context.Context, spec RunSpec) (Shadow, error) {
-	e.mu.Lock()
-	e.got = spec
-	e.mu.Unlock()
-	if e.start != nil {
-		return nil, e.start
-	}
-	return &fakeShadow{e: e, srv: httptest.NewServer(e.handler)}, nil
-}
 
 // service answers /health and /api/items like the sample service.
 func service(health int) http.Handler {
@@ -124,13 +50,18 @@ const sampleYAML = `smoke:
   timeout: 1m
 `
 
-// snapshot is a build context file that Run must remove.
-func snapshot(t *testing.T) (func(context.Context) (*Snapshot, error), string) {
-	p := filepath.Join(t.TempDir(), "ctx.tar")
-	if err := os.WriteFile(p, []byte("tar"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	return func(context.Context) (*Snapshot, error) { return &Snapshot{Path: p, Dockerfile: "Dockerfile"}, nil }, p
+// buildContext takes its build context from a directory through the engine,
+// and reports the snapshot file Run must remove.
+func buildContext(t *testing.T, e *smoketest.Engine) (func(context.Context) (*smoke.Snapshot, error), *string) {
+	dir := t.TempDir()
+	file := new(string)
+	return func(ctx context.Context) (*smoke.Snapshot, error) {
+		s, err := e.Snapshot(ctx, dir, "Dockerfile")
+		if s != nil {
+			*file = s.Path
+		}
+		return s, err
+	}, file
 }
 
 func names(rows []verify.CommandResult) string {
@@ -155,7 +86,7 @@ func TestRun(t *testing.T) {
 	tests := []struct {
 		name   string
 		yaml   string
-		engine *fakeEngine
+		engine *smoketest.Engine
 		rows   string
 		output map[string][]string // step → what its output must hold
 		noImg  bool                // no image was built, so none to remove
@@ -164,29 +95,29 @@ func TestRun(t *testing.T) {
 		{
 			name:   "a healthy service: every step passes, requests judged one by one",
 			yaml:   sampleYAML,
-			engine: &fakeEngine{handler: service(200)},
+			engine: serving(service(200)),
 			rows:   "smoke: image build=pass, smoke: container start=pass, smoke: health=pass, smoke: GET /api/items=pass, smoke: GET /api/items (2)=fail, smoke: GET /moved=pass",
 			output: map[string][]string{"smoke: GET /api/items (2)": {"container log (last 20 lines)", "listening on :8080", `does not contain "widgets"`, `body: {"items":["a"]}`}},
 		},
 		{
 			name:   "a broken health endpoint: its status, its body and the container's log",
 			yaml:   sampleYAML,
-			engine: &fakeEngine{handler: service(500)},
+			engine: serving(service(500)),
 			rows:   "smoke: image build=pass, smoke: container start=pass, smoke: health=fail",
 			output: map[string][]string{"smoke: health": {"listening on :8080", "GET /health: no status 200 within 600ms", "the last answer was status 500", "body: database: unreachable"}},
 		},
 		{
 			name: "a crash at startup: the start fails with the exit status and the log",
 			yaml: sampleYAML,
-			engine: &fakeEngine{handler: service(200), logs: "panic: missing config file\n",
-				state: func() State { return State{ExitCode: 2} }},
+			engine: &smoketest.Engine{Serve: always(service(200)), Logs: "panic: missing config file\n",
+				State: func() smoke.State { return smoke.State{ExitCode: 2} }},
 			rows:   "smoke: image build=pass, smoke: container start=fail",
 			output: map[string][]string{"smoke: container start": {"panic: missing config file", "exited with status 2"}},
 		},
 		{
 			name: "a build that tries the network: the log tail and why",
 			yaml: sampleYAML,
-			engine: &fakeEngine{build: &Failure{Reason: "The command '/bin/sh -c go mod download' returned a non-zero code: 1",
+			engine: &smoketest.Engine{BuildErr: &smoke.Failure{Reason: "The command '/bin/sh -c go mod download' returned a non-zero code: 1",
 				Log: "Step 3/5 : RUN go mod download\ngo: example.com/x@v1: dial tcp: lookup proxy.golang.org: Temporary failure in name resolution\n"}},
 			rows:   "smoke: image build=fail",
 			output: map[string][]string{"smoke: image build": {"Step 3/5", "returned a non-zero code", "has no network"}},
@@ -195,7 +126,7 @@ func TestRun(t *testing.T) {
 		{
 			name:   "a build failing for another reason gets no network advice",
 			yaml:   sampleYAML,
-			engine: &fakeEngine{build: &Failure{Reason: "base image golang:9 is not on the Docker engine", Log: ""}},
+			engine: &smoketest.Engine{BuildErr: &smoke.Failure{Reason: "base image golang:9 is not on the Docker engine", Log: ""}},
 			rows:   "smoke: image build=fail",
 			output: map[string][]string{"smoke: image build": {"golang:9"}},
 			noImg:  true, noRun: true,
@@ -203,14 +134,14 @@ func TestRun(t *testing.T) {
 		{
 			name:   "an engine that cannot build: could not run",
 			yaml:   sampleYAML,
-			engine: &fakeEngine{build: errors.New("Error response from daemon: 403 Forbidden")},
+			engine: &smoketest.Engine{BuildErr: errors.New("Error response from daemon: 403 Forbidden")},
 			rows:   "smoke: image build=error",
 			noImg:  true, noRun: true,
 		},
 		{
 			name:   "an image that cannot start as configured",
 			yaml:   sampleYAML,
-			engine: &fakeEngine{start: &Failure{Reason: "the image has no command to run (CMD or ENTRYPOINT)"}},
+			engine: &smoketest.Engine{StartErr: &smoke.Failure{Reason: "the image has no command to run (CMD or ENTRYPOINT)"}},
 			rows:   "smoke: image build=pass, smoke: container start=fail",
 			output: map[string][]string{"smoke: container start": {"no command to run"}},
 			noRun:  true,
@@ -218,7 +149,7 @@ func TestRun(t *testing.T) {
 		{
 			name:   "the stage's time runs out during the build",
 			yaml:   "smoke: {port: 8080, health: {timeout: 1s}, timeout: 2s}",
-			engine: &fakeEngine{buildFor: time.Minute},
+			engine: &smoketest.Engine{BuildFor: time.Minute},
 			rows:   "smoke: image build=timeout",
 			noImg:  true, noRun: true,
 		},
@@ -226,11 +157,11 @@ func TestRun(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			if tt.engine.logs == "" {
-				tt.engine.logs = "listening on :8080\n"
+			if tt.engine.Logs == "" {
+				tt.engine.Logs = "listening on :8080\n"
 			}
-			src, file := snapshot(t)
-			rows, err := Run(context.Background(), tt.engine, Spec{JobID: "j1", Config: config(t, tt.yaml), Context: src})
+			src, file := buildContext(t, tt.engine)
+			rows, err := smoke.Run(context.Background(), tt.engine, smoke.Spec{JobID: "j1", Config: config(t, tt.yaml), Context: src})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -247,15 +178,15 @@ func TestRun(t *testing.T) {
 					}
 				}
 			}
-			if _, err := os.Stat(file); !errors.Is(err, os.ErrNotExist) {
-				t.Error("the build context was not removed")
+			if _, err := os.Stat(*file); *file == "" || !errors.Is(err, os.ErrNotExist) {
+				t.Errorf("the build context %q was not removed", *file)
 			}
-			e := tt.engine
-			if e.imageRemoved == tt.noImg || e.shadowGone == tt.noRun {
-				t.Errorf("image removed %v, container removed %v", e.imageRemoved, e.shadowGone)
+			_, removed, closed := tt.engine.Counts()
+			if (removed == 1) == tt.noImg || (closed == 1) == tt.noRun {
+				t.Errorf("images removed %d, containers removed %d", removed, closed)
 			}
-			if !tt.noRun && (e.got.Port != 8080 || !e.got.ReadOnly) {
-				t.Errorf("run spec %+v", e.got)
+			if run := tt.engine.LastRun(); !tt.noRun && (run.Port != 8080 || !run.ReadOnly || run.Env["APP_ENV"] != "smoke") {
+				t.Errorf("run spec %+v", run)
 			}
 		})
 	}
@@ -263,26 +194,22 @@ func TestRun(t *testing.T) {
 
 func TestRunEndsWithTheJob(t *testing.T) {
 	t.Parallel()
-	e := &fakeEngine{handler: service(500)}
 	ctx, cancel := context.WithCancel(context.Background())
-	src, _ := snapshot(t)
-	go func() {
-		for {
-			e.mu.Lock()
-			started := e.got.JobID != ""
-			e.mu.Unlock()
-			if started {
-				cancel()
-				return
-			}
-			time.Sleep(10 * time.Millisecond)
-		}
-	}()
-	rows, err := Run(ctx, e, Spec{JobID: "j1", Config: config(t, "smoke: {port: 8080, health: {timeout: 1m}, timeout: 2m}"), Context: src})
+	e := &smoketest.Engine{Serve: func(string) http.Handler {
+		cancel() // the job ends as the shadow starts
+		return service(500)
+	}}
+	src, _ := buildContext(t, e)
+	rows, err := smoke.Run(ctx, e, smoke.Spec{JobID: "j1", Config: config(t, "smoke: {port: 8080, health: {timeout: 1m}, timeout: 2m}"), Context: src})
 	if !errors.Is(err, context.Canceled) {
 		t.Fatalf("err = %v (rows %s)", err, names(rows))
 	}
-	if !e.shadowGone || !e.imageRemoved {
-		t.Errorf("not cleaned up after the job ended: image %v container %v", e.imageRemoved, e.shadowGone)
+	if _, removed, closed := e.Counts(); removed != 1 || closed != 1 {
+		t.Errorf("not cleaned up after the job ended: images removed %d, containers %d", removed, closed)
 	}
 }
+
+// serving is an engine whose every shadow is h.
+func serving(h http.Handler) *smoketest.Engine { return &smoketest.Engine{Serve: always(h)} }
+
+func always(h http.Handler) func(string) http.Handler { return func(string) http.Handler { return h } }
