@@ -53,6 +53,7 @@ type Config struct {
 	ShutdownTimeout time.Duration `env:"SELFCODE_SHUTDOWN_TIMEOUT" yaml:"shutdown_timeout" default:"30s" check:"positive" desc:"how long serve waits for running work on shutdown"`
 	LogLevel        string        `env:"SELFCODE_LOG_LEVEL" yaml:"log_level" default:"info" check:"loglevel" desc:"log level: debug, info, warn or error"`
 	OvernightWindow time.Duration `env:"SELFCODE_OVERNIGHT_WINDOW" yaml:"overnight_window" default:"6h" check:"positive" desc:"how long each overnight window lasts (never past the next window's start); jobs still waiting then move to the next window"`
+	SmokeEnabled    bool          `env:"SELFCODE_SMOKE_ENABLED" yaml:"smoke_enabled" default:"true" desc:"false turns the smoke stage off for every repository (smoke: in .selfcode.yml: build the repository's image and probe a throwaway container of it); the report then says it was skipped. When true the stage runs where the Docker engine builds images and selfcode reaches its containers, and is skipped with the reason elsewhere"`
 
 	// Derived in Load from Timezone and OvernightSchedule.
 	loc      *time.Location

@@ -43,6 +43,7 @@ func TestDefaults(t *testing.T) {
 		SandboxMilliCPUs:     1000,
 		SandboxPids:          512,
 		CacheMaxBytes:        10 << 30,
+		SmokeEnabled:         true,
 	}
 	assertSettings(t, c, want)
 	if c.Location() != time.UTC {
@@ -107,6 +108,7 @@ func TestLoadFile(t *testing.T) {
 		SandboxMilliCPUs:     1500,
 		SandboxPids:          256,
 		CacheMaxBytes:        1 << 30,
+		SmokeEnabled:         false,
 	})
 	berlin, err := time.LoadLocation("Europe/Berlin")
 	if err != nil {
