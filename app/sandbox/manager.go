@@ -253,8 +253,14 @@ func (m *Manager) reap(ctx context.Context, startup bool) (int, error) {
 			return removed, fmt.Errorf("reap volume %s: %w", v.Name, err)
 		}
 	}
+	// The smoke stage is optional: an engine (or proxy) that will not list
+	// or remove its networks and images must not keep sandboxes from
+	// starting.
 	n, err := m.reapSmoke(ctx, stale, startup)
-	return removed + n, err
+	if err != nil {
+		m.log.Warn("sandbox could not reap the smoke stage's leftovers", "err", err)
+	}
+	return removed + n, nil
 }
 
 func (m *Manager) ownsVolume(name string) bool {
