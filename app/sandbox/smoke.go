@@ -452,7 +452,6 @@ func (m *Manager) shadowConfig(spec smoke.RunSpec, nw string) (*container.Config
 		env = append(env, k+"="+spec.Env[k])
 	}
 	init := true
-	pids := lim.Pids
 	cfg := &container.Config{
 		Image:    spec.Image.Ref(),
 		Env:      env,
@@ -472,14 +471,7 @@ func (m *Manager) shadowConfig(spec smoke.RunSpec, nw string) (*container.Config
 		Tmpfs: map[string]string{
 			"/tmp": fmt.Sprintf("rw,nosuid,nodev,size=%d,mode=1777", lim.TmpSize),
 		},
-		Resources: container.Resources{
-			Memory:      lim.Memory,
-			MemorySwap:  lim.Memory,
-			NanoCPUs:    int64(lim.CPUs * 1e9),
-			PidsLimit:   &pids,
-			BlkioWeight: lim.IOWeight,
-			Ulimits:     []*container.Ulimit{{Name: "nofile", Soft: int64(lim.NoFile), Hard: int64(lim.NoFile)}},
-		},
+		Resources: m.resources(),
 	}
 	return cfg, host
 }

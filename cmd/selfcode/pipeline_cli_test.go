@@ -67,21 +67,28 @@ func localRepo(t *testing.T, files map[string]string) (string, func(args ...stri
 	return repo, git
 }
 
+// runEnv is the environment of a `selfcode run` whose model is a fake
+// answering script, with a data directory of its own.
+func runEnv(t *testing.T, script []fakeopenai.Step) []string {
+	t.Helper()
+	fake, err := fakeopenai.New(fakeopenai.Options{Script: script})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { fake.Close() })
+	return append(dockerEnv(), "SELFCODE_DATA_DIR="+t.TempDir(), "SELFCODE_LLM_BASE_URL="+fake.URL(), "SELFCODE_LLM_API_KEY=test",
+		"SELFCODE_LLM_MODEL_PLANNER=planner", "SELFCODE_LLM_MODEL_EDITOR=editor", "SELFCODE_LLM_MODEL_FIXER=fixer")
+}
+
 func TestRunOnALocalCheckout(t *testing.T) {
 	dockertest.Manager(t)
 	repo, git := localRepo(t, samplerepo.Files())
 
-	fake, err := fakeopenai.New(fakeopenai.Options{Script: []fakeopenai.Step{
+	env := runEnv(t, []fakeopenai.Step{
 		{Role: "planner", Content: `{"summary":"End the greeting with !","steps":[{"id":"1","title":"Fix","files":[{"path":"greet.go","action":"modify","purpose":"punctuation"}],"acceptance":["tests pass"]}],"risks":[],"questions":[]}`},
 		{Role: "editor", ToolCalls: []fakeopenai.ToolCall{{Name: "str_replace", Arguments: arg(map[string]string{"path": "greet.go", "old_str": `name + "."`, "new_str": `name + "!"`})}}},
 		{Role: "editor", ToolCalls: []fakeopenai.ToolCall{{Name: "finish", Arguments: arg(map[string]string{"summary": "Greet ends with !"})}}},
-	}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer fake.Close()
-	env := append(dockerEnv(), "SELFCODE_DATA_DIR="+t.TempDir(), "SELFCODE_LLM_BASE_URL="+fake.URL(), "SELFCODE_LLM_API_KEY=test",
-		"SELFCODE_LLM_MODEL_PLANNER=planner", "SELFCODE_LLM_MODEL_EDITOR=editor", "SELFCODE_LLM_MODEL_FIXER=fixer")
+	})
 	out, code := runCLI(t, env, "run", "--repo", repo, "--task", "Greet should end with an exclamation mark")
 	if code != 0 {
 		t.Fatalf("selfcode run exited %d:\n%s", code, out)
@@ -113,13 +120,7 @@ func TestRunOnALocalCheckout(t *testing.T) {
 func TestRunWithTheSmokeStageOff(t *testing.T) {
 	dockertest.Manager(t)
 	repo, _ := localRepo(t, samplerepo.ServiceFiles())
-	fake, err := fakeopenai.New(fakeopenai.Options{Script: editorSteps("items.go", samplerepo.ItemsLine, `var Items = []string{"apple", "banana", "cherry"}`)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer fake.Close()
-	env := append(dockerEnv(), "SELFCODE_DATA_DIR="+t.TempDir(), "SELFCODE_LLM_BASE_URL="+fake.URL(), "SELFCODE_LLM_API_KEY=test",
-		"SELFCODE_LLM_MODEL_PLANNER=planner", "SELFCODE_LLM_MODEL_EDITOR=editor", "SELFCODE_SMOKE_ENABLED=false")
+	env := append(runEnv(t, editorSteps("items.go", samplerepo.ItemsLine, `var Items = []string{"apple", "banana", "cherry"}`)), "SELFCODE_SMOKE_ENABLED=false")
 	out, code := runCLI(t, env, "run", "--repo", repo, "--task", "List cherries too")
 	if code != 0 {
 		t.Fatalf("selfcode run exited %d:\n%s", code, out)

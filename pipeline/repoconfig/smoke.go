@@ -142,15 +142,7 @@ func (p *parser) smoke(key string, v *yaml.Node) *Smoke {
 	known := []string{"dockerfile", "port", "env", "health", "requests", "read_only", "timeout"}
 	portSeen := false
 	var healthTimeout, timeout *yaml.Node
-	p.entries(key, v, func(f string, k, fv *yaml.Node) {
-		fk := join(key, f)
-		if !has(known, f) {
-			p.unknown(fk, k, known)
-			return
-		}
-		if isNull(fv) {
-			return
-		}
+	p.fields(key, v, known, func(f, fk string, fv *yaml.Node) {
 		switch f {
 		case "dockerfile":
 			if str, ok := p.str(fk, fv); ok {
@@ -205,15 +197,7 @@ func (p *parser) smoke(key string, v *yaml.Node) *Smoke {
 func (p *parser) health(key string, v *yaml.Node, h *SmokeHealth) *yaml.Node {
 	var timeout *yaml.Node
 	known := []string{"path", "status", "timeout"}
-	p.entries(key, v, func(f string, k, fv *yaml.Node) {
-		fk := join(key, f)
-		if !has(known, f) {
-			p.unknown(fk, k, known)
-			return
-		}
-		if isNull(fv) {
-			return
-		}
+	p.fields(key, v, known, func(f, fk string, fv *yaml.Node) {
 		switch f {
 		case "path":
 			if s, ok := p.probePath(fk, fv); ok {
@@ -244,15 +228,7 @@ func (p *parser) requests(key string, v *yaml.Node) []SmokeRequest {
 		ik := fmt.Sprintf("%s[%d]", key, i)
 		r := SmokeRequest{Method: http.MethodGet, Status: http.StatusOK}
 		pathSeen := false
-		p.entries(ik, item, func(f string, k, fv *yaml.Node) {
-			fk := join(ik, f)
-			if !has(known, f) {
-				p.unknown(fk, k, known)
-				return
-			}
-			if isNull(fv) {
-				return
-			}
+		p.fields(ik, item, known, func(f, fk string, fv *yaml.Node) {
 			switch f {
 			case "method":
 				if s, ok := p.str(fk, fv); ok {
