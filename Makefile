@@ -86,8 +86,9 @@ fuzz:
 	$(GO) test ./templates -run XXX -fuzz FuzzFence -fuzztime $(FUZZTIME)
 	$(GO) test ./internal/fakeopenai -run XXX -fuzz FuzzLoadTranscript -fuzztime $(FUZZTIME)
 	$(GO) test ./app/llm -run XXX -fuzz FuzzParseRetryAfter -fuzztime $(FUZZTIME)
-	$(GO) test ./app/image -run XXX -fuzz FuzzBaseImages -fuzztime $(FUZZTIME)
+	$(GO) test ./internal/dockerfile -run XXX -fuzz FuzzBaseImages -fuzztime $(FUZZTIME)
 	$(GO) test ./app/sandbox -run XXX -fuzz FuzzParseCgroupLimits -fuzztime $(FUZZTIME)
+	$(GO) test ./app/sandbox -run XXX -fuzz FuzzReadBuild -fuzztime $(FUZZTIME)
 
 # Issue 14's figures first: the sample one-line job cold and warm (Docker),
 # and intake over HTTP against a minimal reference intake.

@@ -17,6 +17,7 @@ require (
 	github.com/google/go-github/v60 v60.0.0
 	github.com/joshdk/go-junit v1.0.0
 	github.com/moby/buildkit v0.34.2
+	github.com/moby/patternmatcher v0.6.1
 	github.com/moby/term v0.5.2
 	github.com/oklog/ulid/v2 v2.1.2
 	github.com/pelletier/go-toml/v2 v2.4.3

@@ -21,6 +21,7 @@ import (
 	"github.com/selfcode/selfcode/pipeline/guidance"
 	"github.com/selfcode/selfcode/pipeline/repoconfig"
 	"github.com/selfcode/selfcode/pipeline/repomap"
+	"github.com/selfcode/selfcode/pipeline/smoke"
 	"github.com/selfcode/selfcode/pipeline/stage"
 	"github.com/selfcode/selfcode/pipeline/tools"
 	"github.com/selfcode/selfcode/pipeline/verify"
@@ -106,6 +107,13 @@ type Options struct {
 	MaxPlanAttempts int
 	// Prices prices each model call (nil: every cost is unknown).
 	Prices Pricer
+	// Smoke runs the smoke stage of repositories that configure one
+	// (build their image, probe a shadow container); nil skips it, and
+	// the report says so.
+	Smoke smoke.Engine
+	// SmokeOff, when set, is why the operator turned the smoke stage off
+	// for every repository.
+	SmokeOff string
 }
 
 // Pipeline runs jobs.
@@ -217,6 +225,9 @@ type Output struct {
 	// start, setup, baseline and model (parts that were never reached are
 	// absent). They overlap: the baseline runs while the model works.
 	Took map[stage.Part]time.Duration
+	// Smoke, when set, says why the repository's smoke stage did not run
+	// (skipped on this server, or not run on the change).
+	Smoke string
 }
 
 // VerifyResult is one verification round.
@@ -248,6 +259,7 @@ type jobState struct {
 	// the job found a kept setup that made tests fail.
 	pendingBase  string
 	spoiledSetup bool
+	smoke        smokeState
 }
 
 // partClock adds up the time spent in each part of a job; the baseline
@@ -830,6 +842,10 @@ func (s *jobState) judge(ctx context.Context, env *sandboxEnv) (verify.Run, veri
 		if n > 0 {
 			cmp = verify.Compare(*s.out.Base, head)
 		}
+	}
+	head, cmp, err = s.smokeChange(ctx, head, cmp)
+	if err != nil {
+		return verify.Run{}, verify.Comparison{}, fmt.Errorf("smoke stage: %w", err)
 	}
 	return head, cmp, nil
 }

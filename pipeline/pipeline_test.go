@@ -135,6 +135,13 @@ type harness struct {
 
 func newHarness(t *testing.T, files map[string]string, cfgYAML string, script ...fakeopenai.Step) *harness {
 	t.Helper()
+	return newHarnessWith(t, nil, files, cfgYAML, script...)
+}
+
+// newHarnessWith is newHarness with more pipeline options (set by opts,
+// which may be nil), such as a smoke engine on the test's manager.
+func newHarnessWith(t *testing.T, opts func(*pipeline.Options, *sandbox.Manager), files map[string]string, cfgYAML string, script ...fakeopenai.Step) *harness {
+	t.Helper()
 	m := dockertest.Manager(t)
 	fake, err := fakeopenai.New(fakeopenai.Options{Script: script})
 	if err != nil {
@@ -151,7 +158,11 @@ func newHarness(t *testing.T, files map[string]string, cfgYAML string, script ..
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, err := pipeline.New(pipeline.Options{Model: client, Prompts: ps, Sandbox: sandbox.Backend{Manager: m}, Baseline: baselines})
+	po := pipeline.Options{Model: client, Prompts: ps, Sandbox: sandbox.Backend{Manager: m}, Baseline: baselines}
+	if opts != nil {
+		opts(&po, m)
+	}
+	p, err := pipeline.New(po)
 	if err != nil {
 		t.Fatal(err)
 	}

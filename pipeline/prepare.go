@@ -67,14 +67,23 @@ func (s *jobState) ready(ctx context.Context, env *sandboxEnv, steps []repoconfi
 	if s.p.o.Sandbox == nil {
 		return env, errors.New("no sandbox: verification needs Docker")
 	}
+	s.decideSmoke(ctx)
 	baseSHA := s.in.BaseSHA
 	if s.in.BaselineSHA != "" {
 		baseSHA = s.in.BaselineSHA
 	}
 	if s.p.o.Baseline != nil && baseSHA != "" {
-		if run, found, err := s.p.o.Baseline.Get(baseSHA, s.cfg.Hash()); err == nil && found {
+		if run, found, err := s.p.o.Baseline.Get(baseSHA, s.baselineHash()); err == nil && found {
 			s.out.Base = &run
 		}
+	}
+	var snap *earlySnapshot
+	if s.out.Base == nil && base == nil && s.smoke.on {
+		// The base's smoke stage builds the pristine checkout: its context
+		// is taken while the sandbox starts, before any edit may begin.
+		snap = s.snapshotNow(ctx, s.in.Dir)
+		defer snap.release()
+		copied = snap.before(copied)
 	}
 	sess, setup, restored, err := s.start(ctx, s.in.Dir, steps, copied)
 	if err != nil {
@@ -89,7 +98,7 @@ func (s *jobState) ready(ctx context.Context, env *sandboxEnv, steps []repoconfi
 			// it in a container of its own.
 			run, baseRestored, err = s.verifyElsewhere(ctx, *base)
 		} else {
-			run, err = s.baseline(ctx, sess, setup, env.cmds)
+			run, err = s.baseline(ctx, sess, setup, env.cmds, snap.source())
 		}
 		if err != nil {
 			return env, fmt.Errorf("baseline verification: %w", err)
@@ -108,13 +117,23 @@ func (s *jobState) verifyElsewhere(ctx context.Context, c checkout) (verify.Run,
 		return verify.Run{}, false, fmt.Errorf("baseline sandbox: %w", err)
 	}
 	defer bs.Close(context.Background())
-	run, err := s.baseline(ctx, bs, setup, c.cmds)
+	var src contextSource
+	if s.smoke.on {
+		src = s.fromDir(c.dir)
+	}
+	run, err := s.baseline(ctx, bs, setup, c.cmds, src)
 	return run, restored != "", err
 }
 
-func (s *jobState) baseline(ctx context.Context, sess Session, setup []verify.CommandResult, cmds []verify.Command) (verify.Run, error) {
+// baseline verifies the base commit: its verify commands, then its smoke
+// stage (from src) when the repository has one.
+func (s *jobState) baseline(ctx context.Context, sess Session, setup []verify.CommandResult, cmds []verify.Command, src contextSource) (verify.Run, error) {
 	defer s.clock.since(stage.PartBaseline, s.p.o.Now())
-	return s.runCommands(ctx, sess, setup, cmds)
+	run, err := s.runCommands(ctx, sess, setup, cmds)
+	if err != nil {
+		return run, err
+	}
+	return s.withSmoke(ctx, run, src)
 }
 
 // waitCopied waits until the pristine checkout is in the sandbox, or the
@@ -372,7 +391,7 @@ func (s *jobState) keepBase() {
 
 func (s *jobState) storeBase(sha string) {
 	if s.p.o.Baseline != nil && sha != "" && s.out.Base != nil {
-		if err := s.p.o.Baseline.Put(sha, s.cfg.Hash(), *s.out.Base); err != nil {
+		if err := s.p.o.Baseline.Put(sha, s.baselineHash(), *s.out.Base); err != nil {
 			s.log.Warn("store baseline", "err", err)
 		}
 	}

@@ -291,11 +291,18 @@ func runWith(t *testing.T, ctx context.Context, model chat.Model, sb pipeline.Sa
 // runWithBaselines is runWith with a baseline cache (nil: none).
 func runWithBaselines(t *testing.T, ctx context.Context, model chat.Model, sb pipeline.Sandbox, planOnly bool, baselines *verify.Cache, cfg ...*repoconfig.Config) (*pipeline.Output, string) {
 	t.Helper()
+	return runWithOptions(t, ctx, model, pipeline.Options{Sandbox: sb, Baseline: baselines}, planOnly, cfg...)
+}
+
+// runWithOptions runs a job with o (its model and prompts filled in).
+func runWithOptions(t *testing.T, ctx context.Context, model chat.Model, o pipeline.Options, planOnly bool, cfg ...*repoconfig.Config) (*pipeline.Output, string) {
+	t.Helper()
 	ps, err := prompts.Load(prompts.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, err := pipeline.New(pipeline.Options{Model: model, Prompts: ps, Sandbox: sb, Baseline: baselines})
+	o.Model, o.Prompts = model, ps
+	p, err := pipeline.New(o)
 	if err != nil {
 		t.Fatal(err)
 	}

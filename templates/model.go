@@ -56,11 +56,14 @@ type Report struct {
 	Iterations      []Iteration // earlier iterations, rendered collapsed
 	Iteration       int         // this report's iteration number (0: not shown)
 	Logs            string      // transcript excerpts and other free-form log text
-	Stages          []Stage
-	Branch          string
-	PRURL           string
-	Error           string // for job-failed comments; untrusted (may quote tools)
-	CommandWord     string // e.g. "/selfcode"
+	// Smoke, when set, says why the repository's smoke stage did not run
+	// (untrusted: it may quote the engine).
+	Smoke       string
+	Stages      []Stage
+	Branch      string
+	PRURL       string
+	Error       string // for job-failed comments; untrusted (may quote tools)
+	CommandWord string // e.g. "/selfcode"
 	// Unfinished, when set, says the job stopped at a limit: what is
 	// published is its work so far.
 	Unfinished *Unfinished

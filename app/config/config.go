@@ -57,6 +57,7 @@ type Config struct {
 	DailyCostBudget float64       `env:"SELFCODE_DAILY_COST_BUDGET" yaml:"daily_cost_budget" default:"0" check:"nonnegative" desc:"dollars of model use per installation per day (0: off), checked before every model call like the daily token budget; every configured model needs a price (model_prices or a default)"`
 	ModelPrices     string        `env:"SELFCODE_MODEL_PRICES" yaml:"model_prices" check:"prices" desc:"model prices in dollars per million tokens, as MODEL=INPUT,CACHED_INPUT,OUTPUT entries separated by semicolons (e.g. gpt-4.1=2,0.5,8); they override the defaults for common OpenAI models; a model with no price costs unknown"`
 	PublishGrace    time.Duration `env:"SELFCODE_PUBLISH_GRACE" yaml:"publish_grace" default:"2m" check:"positive" desc:"how long a job stopped at a time limit (limits.job_timeout, overnight_max_duration) may still take to publish its work so far as a draft"`
+	SmokeEnabled    bool          `env:"SELFCODE_SMOKE_ENABLED" yaml:"smoke_enabled" default:"true" desc:"false turns the smoke stage off for every repository (smoke: in .selfcode.yml: build the repository's image and probe a throwaway container of it); the report then says it was skipped. When true the stage runs where the Docker engine builds images and selfcode reaches its containers, and is skipped with the reason elsewhere"`
 
 	// Derived in Load from Timezone and OvernightSchedule.
 	loc      *time.Location

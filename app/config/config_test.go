@@ -44,6 +44,7 @@ func TestDefaults(t *testing.T) {
 		SandboxPids:          512,
 		CacheMaxBytes:        10 << 30,
 		PublishGrace:         2 * time.Minute,
+		SmokeEnabled:         true,
 	}
 	assertSettings(t, c, want)
 	if c.Location() != time.UTC {
@@ -111,6 +112,7 @@ func TestLoadFile(t *testing.T) {
 		DailyCostBudget:      12.5,
 		ModelPrices:          "big-model=3,1.5,15; planner-model=1,0.1,4; fixer-model=0.5,0.05,2",
 		PublishGrace:         3 * time.Minute,
+		SmokeEnabled:         false,
 	})
 	if p, ok := c.Prices().Lookup("planner-model"); !ok || p.Output != 4 {
 		t.Errorf("planner-model price %+v, %v", p, ok)

@@ -14,6 +14,8 @@ import (
 	dimage "github.com/docker/docker/api/types/image"
 	"github.com/docker/docker/pkg/jsonmessage"
 	"github.com/moby/term"
+
+	"github.com/selfcode/selfcode/internal/dockerfile"
 )
 
 // probeBases checks that the engine has, or can pull, every base image of
@@ -25,7 +27,7 @@ func (b *Builder) probeBases(ctx context.Context) ([]string, error) {
 	if err != nil {
 		return nil, fmt.Errorf("read the recipe: %w", err)
 	}
-	bases, err := BaseImages(df, b.opts.BuildArgs)
+	bases, err := dockerfile.BaseImages(df, b.opts.BuildArgs)
 	if err != nil {
 		return nil, err
 	}

@@ -26,6 +26,7 @@ func Fill(rep *templates.Report, out *pipeline.Output, cfg *repoconfig.Config) {
 	rep.Cost = templates.Cost{Dollars: dollars, Known: known, Unpriced: out.Spend.Unpriced}
 	rep.Duration = out.Duration
 	rep.Guidance = out.Guidance
+	rep.Smoke = out.Smoke
 	if out.Scope != nil {
 		rep.BlastRadius, rep.BlastRadiusNote = out.Scope.BlastRadius, out.Scope.Note
 	}

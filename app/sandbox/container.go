@@ -200,7 +200,6 @@ func (m *Manager) containerConfig(spec Spec, image string, life time.Duration, c
 	for _, k := range slices.Sorted(maps.Keys(env)) {
 		envList = append(envList, k+"="+env[k])
 	}
-	pids := lim.Pids
 	init := true
 	netMode := container.NetworkMode(network.NetworkNone)
 	if spec.SetupNetwork {
@@ -234,19 +233,27 @@ func (m *Manager) containerConfig(spec Spec, image string, life time.Duration, c
 			Target:        m.opts.Workdir,
 			VolumeOptions: &mount.VolumeOptions{Labels: labels},
 		}},
-		Resources: container.Resources{
-			Memory:      lim.Memory,
-			MemorySwap:  lim.Memory,
-			NanoCPUs:    int64(lim.CPUs * 1e9),
-			PidsLimit:   &pids,
-			BlkioWeight: lim.IOWeight,
-			Ulimits:     []*container.Ulimit{{Name: "nofile", Soft: int64(lim.NoFile), Hard: int64(lim.NoFile)}},
-		},
+		Resources: m.resources(),
 	}
 	if cache != nil {
 		host.Mounts = append(host.Mounts, mount.Mount{Type: mount.TypeVolume, Source: cache.volume, Target: cache.dir})
 	}
 	return cfg, host
+}
+
+// resources are the limits of every container the manager starts: memory
+// with no swap on top, CPU, processes, block I/O weight and open files.
+func (m *Manager) resources() container.Resources {
+	lim := m.opts.Limits
+	pids := lim.Pids
+	return container.Resources{
+		Memory:      lim.Memory,
+		MemorySwap:  lim.Memory,
+		NanoCPUs:    int64(lim.CPUs * 1e9),
+		PidsLimit:   &pids,
+		BlkioWeight: lim.IOWeight,
+		Ulimits:     []*container.Ulimit{{Name: "nofile", Soft: int64(lim.NoFile), Hard: int64(lim.NoFile)}},
+	}
 }
 
 // usable returns the reason the container cannot be used, or nil.

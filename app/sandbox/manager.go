@@ -51,6 +51,10 @@ type Manager struct {
 	cacheIndex map[string]cacheEntry // by cache volume; nil until loaded
 	evicting   atomic.Bool           // a background eviction is running
 	bg         sync.WaitGroup        // background evictions
+
+	owned      ownedSet   // the smoke stage's live networks, containers and image tags
+	smokeMu    sync.Mutex // serialises the smoke stage's availability check
+	smokeReady bool       // the engine builds images and shadow containers are reachable
 }
 
 // New connects to the engine named by the environment (DOCKER_HOST etc.),
@@ -127,6 +131,9 @@ func (m *Manager) runtimeName(info EngineInfo) string {
 	return info.DefaultRuntime
 }
 
+// Instance is the name this Manager labels everything with.
+func (m *Manager) Instance() string { return m.opts.Instance }
+
 // Close waits for a background cache eviction and releases the engine
 // connection. Containers still open are left to their deadline and to the
 // next startup's reap.
@@ -183,9 +190,10 @@ func (m *Manager) Describe(ctx context.Context) (EngineInfo, error) {
 	return e, nil
 }
 
-// Reap removes containers and work volumes labelled with this instance that
-// this Manager did not start (a crashed predecessor's), and those of any
-// instance whose deadline has passed. It returns how many it removed.
+// Reap removes containers, work volumes and the smoke stage's networks and
+// images labelled with this instance that this Manager did not make (a
+// crashed predecessor's), and those of any instance whose deadline has
+// passed. It returns how many it removed.
 func (m *Manager) Reap(ctx context.Context) (int, error) {
 	return m.reap(ctx, reapPass{})
 }
@@ -316,6 +324,13 @@ func (m *Manager) reapUntracked(ctx context.Context, p reapPass, ended *[]*Conta
 			}
 			return ""
 		}
+		if m.owned.has(id) {
+			// A smoke stage's own object stays while its job runs.
+			if id != "" && p.ended(ctx, labels[LabelJob], seen) {
+				return ReapJobEnded
+			}
+			return ""
+		}
 		if labels[LabelInstance] == m.opts.Instance {
 			if id == "" && p.ended(ctx, labels[LabelJob], seen) {
 				return ReapJobEnded
@@ -372,7 +387,14 @@ func (m *Manager) reapUntracked(ctx context.Context, p reapPass, ended *[]*Conta
 			return removed, fmt.Errorf("reap volume %s: %w", v.Name, err)
 		}
 	}
-	return removed, nil
+	// The smoke stage is optional: an engine (or proxy) that will not list
+	// or remove its networks and images must not keep sandboxes from
+	// starting.
+	n, err := m.reapSmoke(ctx, func(labels map[string]string, id string) bool { return why(labels, id) != "" }, p.startup)
+	if err != nil {
+		m.log.Warn("sandbox could not reap the smoke stage's leftovers", "err", err)
+	}
+	return removed + n, nil
 }
 
 func (m *Manager) ownsVolume(name string) bool {

@@ -160,7 +160,8 @@ func Model(cfg *config.Config, log *slog.Logger) (*llm.Client, error) {
 }
 
 // Pipeline builds the pipeline: model, prompts (SELFCODE_PROMPTS_DIR),
-// sandbox backend, baseline cache under the data directory, metrics.
+// sandbox backend and smoke engine (SELFCODE_SMOKE_ENABLED), baseline cache
+// under the data directory, metrics.
 // `selfcode run` uses it too.
 func Pipeline(o PipelineOptions) (*pipeline.Pipeline, error) {
 	log := o.Logger
@@ -189,6 +190,10 @@ func Pipeline(o PipelineOptions) (*pipeline.Pipeline, error) {
 		po.Sandbox = o.Backend
 	case o.Sandbox != nil:
 		po.Sandbox = sandbox.Backend{Manager: o.Sandbox}
+		po.Smoke = sandbox.SmokeBackend{Manager: o.Sandbox}
+	}
+	if !o.Config.SmokeEnabled {
+		po.SmokeOff = "turned off on this server (SELFCODE_SMOKE_ENABLED=false)"
 	}
 	if o.Metrics != nil {
 		po.Observer = o.Metrics

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -44,10 +43,12 @@ func TestDemoRunsToTheEnd(t *testing.T) {
 	}
 }
 
-func TestRunOnALocalCheckout(t *testing.T) {
-	dockertest.Manager(t)
+// localRepo commits files in a new repository and returns it with a git
+// runner for it.
+func localRepo(t *testing.T, files map[string]string) (string, func(args ...string) string) {
+	t.Helper()
 	repo := t.TempDir()
-	for p, c := range samplerepo.Files() {
+	for p, c := range files {
 		os.WriteFile(filepath.Join(repo, p), []byte(c), 0o644)
 	}
 	git := func(args ...string) string {
@@ -63,19 +64,31 @@ func TestRunOnALocalCheckout(t *testing.T) {
 	git("init", "-q", "-b", "main")
 	git("add", "-A")
 	git("commit", "-q", "-m", "base")
+	return repo, git
+}
 
-	arg := func(v any) string { b, _ := json.Marshal(v); return string(b) }
-	fake, err := fakeopenai.New(fakeopenai.Options{Script: []fakeopenai.Step{
-		{Role: "planner", Content: `{"summary":"End the greeting with !","steps":[{"id":"1","title":"Fix","files":[{"path":"greet.go","action":"modify","purpose":"punctuation"}],"acceptance":["tests pass"]}],"risks":[],"questions":[]}`},
-		{Role: "editor", ToolCalls: []fakeopenai.ToolCall{{Name: "str_replace", Arguments: arg(map[string]string{"path": "greet.go", "old_str": `name + "."`, "new_str": `name + "!"`})}}},
-		{Role: "editor", ToolCalls: []fakeopenai.ToolCall{{Name: "finish", Arguments: arg(map[string]string{"summary": "Greet ends with !"})}}},
-	}})
+// runEnv is the environment of a `selfcode run` whose model is a fake
+// answering script, with a data directory of its own.
+func runEnv(t *testing.T, script []fakeopenai.Step) []string {
+	t.Helper()
+	fake, err := fakeopenai.New(fakeopenai.Options{Script: script})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer fake.Close()
-	env := append(dockerEnv(), "SELFCODE_DATA_DIR="+t.TempDir(), "SELFCODE_LLM_BASE_URL="+fake.URL(), "SELFCODE_LLM_API_KEY=test",
+	t.Cleanup(func() { fake.Close() })
+	return append(dockerEnv(), "SELFCODE_DATA_DIR="+t.TempDir(), "SELFCODE_LLM_BASE_URL="+fake.URL(), "SELFCODE_LLM_API_KEY=test",
 		"SELFCODE_LLM_MODEL_PLANNER=planner", "SELFCODE_LLM_MODEL_EDITOR=editor", "SELFCODE_LLM_MODEL_FIXER=fixer")
+}
+
+func TestRunOnALocalCheckout(t *testing.T) {
+	dockertest.Manager(t)
+	repo, git := localRepo(t, samplerepo.Files())
+
+	env := runEnv(t, []fakeopenai.Step{
+		{Role: "planner", Content: `{"summary":"End the greeting with !","steps":[{"id":"1","title":"Fix","files":[{"path":"greet.go","action":"modify","purpose":"punctuation"}],"acceptance":["tests pass"]}],"risks":[],"questions":[]}`},
+		{Role: "editor", ToolCalls: []fakeopenai.ToolCall{{Name: "str_replace", Arguments: arg(map[string]string{"path": "greet.go", "old_str": `name + "."`, "new_str": `name + "!"`})}}},
+		{Role: "editor", ToolCalls: []fakeopenai.ToolCall{{Name: "finish", Arguments: arg(map[string]string{"summary": "Greet ends with !"})}}},
+	})
 	out, code := runCLI(t, env, "run", "--repo", repo, "--task", "Greet should end with an exclamation mark")
 	if code != 0 {
 		t.Fatalf("selfcode run exited %d:\n%s", code, out)
@@ -99,5 +112,20 @@ func TestRunOnALocalCheckout(t *testing.T) {
 	}
 	if _, code := runCLI(t, env, "run", "--repo", t.TempDir(), "--task", "x"); code != 2 {
 		t.Fatalf("not a git checkout: exit %d, want 2", code)
+	}
+}
+
+// SELFCODE_SMOKE_ENABLED=false turns the smoke stage off: a repository that
+// configures one is verified without it, and the report says so.
+func TestRunWithTheSmokeStageOff(t *testing.T) {
+	dockertest.Manager(t)
+	repo, _ := localRepo(t, samplerepo.ServiceFiles())
+	env := append(runEnv(t, editorSteps("items.go", samplerepo.ItemsLine, `var Items = []string{"apple", "banana", "cherry"}`)), "SELFCODE_SMOKE_ENABLED=false")
+	out, code := runCLI(t, env, "run", "--repo", repo, "--task", "List cherries too")
+	if code != 0 {
+		t.Fatalf("selfcode run exited %d:\n%s", code, out)
+	}
+	if !strings.Contains(out, "The smoke stage was skipped: turned off on this server (SELFCODE_SMOKE_ENABLED=false).") || strings.Contains(out, "smoke: image build") {
+		t.Fatalf("the report does not say the smoke stage was skipped:\n%s", out)
 	}
 }

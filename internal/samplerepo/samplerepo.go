@@ -6,10 +6,10 @@ import (
 	"strings"
 )
 
-// Files hold the repository; a ".txt" suffix keeps Go tooling from treating
-// them as part of this module (a go.mod cannot be embedded as is).
+// Files hold the repositories; a ".txt" suffix keeps Go tooling from
+// treating them as part of this module (a go.mod cannot be embedded as is).
 //
-//go:embed files
+//go:embed files all:service
 var embedded embed.FS
 
 // The buggy line and its fix, as they stand in greet.go.
@@ -20,10 +20,27 @@ const (
 	BuggyLineNumber = 13
 )
 
-// Files returns path → content of every file of the repository.
-func Files() map[string]string {
+// Lines of the service repository (ServiceFiles) that its tests edit.
+const (
+	// ItemsLine is the list itemsd serves (items.go).
+	ItemsLine = `var Items = []string{"apple", "banana"}`
+	// AddrLine is where main.go picks the address it listens on.
+	AddrLine = `	addr := ":" + envOr("PORT", "8080")`
+)
+
+// Files returns path → content of every file of the repository with the
+// greeting bug.
+func Files() map[string]string { return read("files") }
+
+// ServiceFiles returns path → content of every file of the second sample
+// repository: itemsd, a small Go HTTP service shipped as a container image
+// (a Dockerfile built FROM the sandbox image, offline) whose .selfcode.yml
+// has a smoke stage probing /health and /api/items.
+func ServiceFiles() map[string]string { return read("service") }
+
+func read(dir string) map[string]string {
 	out := map[string]string{}
-	err := fs.WalkDir(embedded, "files", func(path string, d fs.DirEntry, err error) error {
+	err := fs.WalkDir(embedded, dir, func(path string, d fs.DirEntry, err error) error {
 		if err != nil || d.IsDir() {
 			return err
 		}
@@ -31,7 +48,7 @@ func Files() map[string]string {
 		if err != nil {
 			return err
 		}
-		out[strings.TrimSuffix(strings.TrimPrefix(path, "files/"), ".txt")] = string(b)
+		out[strings.TrimSuffix(strings.TrimPrefix(path, dir+"/"), ".txt")] = string(b)
 		return nil
 	})
 	if err != nil {

@@ -39,6 +39,9 @@ type Config struct {
 	DraftOnFailure bool `yaml:"draft_on_failure" json:"draft_on_failure"`
 	// Instructions is repository knowledge handed to the model.
 	Instructions string `yaml:"instructions" json:"instructions"`
+	// Smoke, when set, builds the repository's image and probes a shadow
+	// container of it after the verify commands (smoke.go).
+	Smoke *Smoke `yaml:"smoke" json:"smoke,omitempty"`
 }
 
 // Command is one verify command.
@@ -132,7 +135,7 @@ func Default() *Config {
 
 // Hash is a stable digest of everything that affects verification: image,
 // setup commands and their network access, verify commands and their
-// timeouts, report globs. It keys the baseline cache. Inferred commands are not part of
+// timeouts, report globs, the smoke stage. It keys the baseline cache. Inferred commands are not part of
 // it: they are a function of the tree, which the commit in the cache key
 // already pins.
 func (c *Config) Hash() string {
@@ -173,6 +176,9 @@ func (c *Config) Hash() string {
 	num(int64(len(c.Reports)))
 	for _, r := range c.Reports {
 		str(r)
+	}
+	if c.Smoke != nil {
+		c.Smoke.hash(str, num)
 	}
 	return hex.EncodeToString(h.Sum(nil))
 }

@@ -146,11 +146,27 @@ func (p *parser) unknown(full string, k *yaml.Node, known []string) {
 	p.fail(full, k, "unknown key (known: %s)", strings.Join(known, ", "))
 }
 
+// fields walks mapping v, reporting keys not in known; each known key with a
+// non-null value goes to each with its dotted path.
+func (p *parser) fields(key string, v *yaml.Node, known []string, each func(f, fk string, fv *yaml.Node)) {
+	p.entries(key, v, func(f string, k, fv *yaml.Node) {
+		fk := join(key, f)
+		if !has(known, f) {
+			p.unknown(fk, k, known)
+			return
+		}
+		if isNull(fv) {
+			return
+		}
+		each(f, fk, fv)
+	})
+}
+
 func (p *parser) top(n *yaml.Node, c *Config) {
 	if isNull(n) {
 		return
 	}
-	known := []string{"image", "setup", "setup_network", "verify", "reports", "paths", "limits", "enabled", "draft_on_failure", "instructions"}
+	known := []string{"image", "setup", "setup_network", "verify", "reports", "paths", "limits", "enabled", "draft_on_failure", "instructions", "smoke"}
 	p.entries("", n, func(key string, k, v *yaml.Node) {
 		if isNull(v) {
 			if !has(known, key) {
@@ -197,6 +213,8 @@ func (p *parser) top(n *yaml.Node, c *Config) {
 					c.Instructions = s
 				}
 			}
+		case "smoke":
+			c.Smoke = p.smoke(key, v)
 		default:
 			p.unknown(key, k, known)
 		}
@@ -316,18 +334,7 @@ func (p *parser) verify(key string, v *yaml.Node) []Command {
 		ik := fmt.Sprintf("%s[%d]", key, i)
 		var cmd Command
 		runSeen := false
-		p.entries(ik, item, func(f string, k, fv *yaml.Node) {
-			fk := join(ik, f)
-			if !has(known, f) {
-				p.unknown(fk, k, known)
-				return
-			}
-			if f == "run" {
-				runSeen = !isNull(fv)
-			}
-			if isNull(fv) {
-				return
-			}
+		p.fields(ik, item, known, func(f, fk string, fv *yaml.Node) {
 			switch f {
 			case "name":
 				if s, ok := p.str(fk, fv); ok {
@@ -342,6 +349,7 @@ func (p *parser) verify(key string, v *yaml.Node) []Command {
 					}
 				}
 			case "run":
+				runSeen = true
 				if s, ok := p.str(fk, fv); ok {
 					if strings.TrimSpace(s) == "" {
 						p.fail(fk, fv, "must not be empty")
@@ -384,16 +392,7 @@ func defaultName(run string, taken map[string]bool) string {
 }
 
 func (p *parser) paths(key string, v *yaml.Node, out *Paths) {
-	known := []string{"allow", "deny", "protected"}
-	p.entries(key, v, func(f string, k, fv *yaml.Node) {
-		fk := join(key, f)
-		if !has(known, f) {
-			p.unknown(fk, k, known)
-			return
-		}
-		if isNull(fv) {
-			return
-		}
+	p.fields(key, v, []string{"allow", "deny", "protected"}, func(f, fk string, fv *yaml.Node) {
 		globs := p.globs(fk, fv)
 		switch f {
 		case "allow":
@@ -433,15 +432,7 @@ func CheckGlob(g string) string {
 
 func (p *parser) limits(key string, v *yaml.Node, l *Limits) {
 	known := []string{"max_files", "max_fix_attempts", "ci_fix_attempts", "max_steps", "max_tokens", "job_timeout", "command_timeout", "blast_radius", "output_bytes"}
-	p.entries(key, v, func(f string, k, fv *yaml.Node) {
-		fk := join(key, f)
-		if !has(known, f) {
-			p.unknown(fk, k, known)
-			return
-		}
-		if isNull(fv) {
-			return
-		}
+	p.fields(key, v, known, func(f, fk string, fv *yaml.Node) {
 		setInt := func(dst *int, min int) {
 			if i, ok := p.integer(fk, fv, min); ok {
 				*dst = i

@@ -80,6 +80,9 @@ func structKeys() []string {
 			}
 			keys = append(keys, p)
 			ft := f.Type
+			if ft.Kind() == reflect.Pointer {
+				ft = ft.Elem()
+			}
 			switch {
 			case ft.Kind() == reflect.Struct:
 				walk(p, ft)
@@ -96,31 +99,46 @@ func structKeys() []string {
 // samples sets each key to a valid non-default value; the parser must
 // accept it and the value must land in the Config.
 var samples = map[string]string{
-	"image":                   "image: alpine:3",
-	"setup":                   "setup: [make deps]",
-	"setup_network":           "setup_network: false",
-	"verify":                  "verify: [{run: make check}]",
-	"verify[].name":           "verify: [{name: check, run: make check}]",
-	"verify[].run":            "verify: [{run: ./check.sh}]",
-	"verify[].timeout":        "verify: [{run: make check, timeout: 3m}]",
-	"paths":                   "paths: {deny: [secret/**]}",
-	"paths.allow":             "paths: {allow: [src/**]}",
-	"paths.deny":              "paths: {deny: [vendor/**]}",
-	"paths.protected":         "paths: {protected: [go.mod]}",
-	"limits":                  "limits: {max_files: 2}",
-	"limits.max_files":        "limits: {max_files: 2}",
-	"limits.max_fix_attempts": "limits: {max_fix_attempts: 1}",
-	"limits.ci_fix_attempts":  "limits: {ci_fix_attempts: 1}",
-	"limits.max_steps":        "limits: {max_steps: 7}",
-	"limits.max_tokens":       "limits: {max_tokens: 1000}",
-	"limits.job_timeout":      "limits: {job_timeout: 1h}",
-	"limits.command_timeout":  "limits: {command_timeout: 90s}",
-	"limits.blast_radius":     "limits: {blast_radius: 9}",
-	"limits.output_bytes":     "limits: {output_bytes: 65536}",
-	"reports":                 "reports: [\"**/junit*.xml\"]",
-	"enabled":                 "enabled: false",
-	"draft_on_failure":        "draft_on_failure: false",
-	"instructions":            "instructions: use tabs",
+	"image":                          "image: alpine:3",
+	"setup":                          "setup: [make deps]",
+	"setup_network":                  "setup_network: false",
+	"verify":                         "verify: [{run: make check}]",
+	"verify[].name":                  "verify: [{name: check, run: make check}]",
+	"verify[].run":                   "verify: [{run: ./check.sh}]",
+	"verify[].timeout":               "verify: [{run: make check, timeout: 3m}]",
+	"paths":                          "paths: {deny: [secret/**]}",
+	"paths.allow":                    "paths: {allow: [src/**]}",
+	"paths.deny":                     "paths: {deny: [vendor/**]}",
+	"paths.protected":                "paths: {protected: [go.mod]}",
+	"limits":                         "limits: {max_files: 2}",
+	"limits.max_files":               "limits: {max_files: 2}",
+	"limits.max_fix_attempts":        "limits: {max_fix_attempts: 1}",
+	"limits.ci_fix_attempts":         "limits: {ci_fix_attempts: 1}",
+	"limits.max_steps":               "limits: {max_steps: 7}",
+	"limits.max_tokens":              "limits: {max_tokens: 1000}",
+	"limits.job_timeout":             "limits: {job_timeout: 1h}",
+	"limits.command_timeout":         "limits: {command_timeout: 90s}",
+	"limits.blast_radius":            "limits: {blast_radius: 9}",
+	"limits.output_bytes":            "limits: {output_bytes: 65536}",
+	"reports":                        "reports: [\"**/junit*.xml\"]",
+	"enabled":                        "enabled: false",
+	"draft_on_failure":               "draft_on_failure: false",
+	"instructions":                   "instructions: use tabs",
+	"smoke":                          "smoke: {port: 8080}",
+	"smoke.dockerfile":               "smoke: {port: 8080, dockerfile: deploy/Dockerfile}",
+	"smoke.port":                     "smoke: {port: 9000}",
+	"smoke.env":                      "smoke: {port: 8080, env: {APP_ENV: smoke}}",
+	"smoke.health":                   "smoke: {port: 8080, health: {path: /healthz}}",
+	"smoke.health.path":              "smoke: {port: 8080, health: {path: /healthz}}",
+	"smoke.health.status":            "smoke: {port: 8080, health: {status: 204}}",
+	"smoke.health.timeout":           "smoke: {port: 8080, health: {timeout: 10s}}",
+	"smoke.requests":                 "smoke: {port: 8080, requests: [{path: /api}]}",
+	"smoke.requests[].method":        "smoke: {port: 8080, requests: [{method: post, path: /api}]}",
+	"smoke.requests[].path":          "smoke: {port: 8080, requests: [{path: /api/items}]}",
+	"smoke.requests[].status":        "smoke: {port: 8080, requests: [{path: /api, status: 404}]}",
+	"smoke.requests[].body_contains": "smoke: {port: 8080, requests: [{path: /api, body_contains: items}]}",
+	"smoke.read_only":                "smoke: {port: 8080, read_only: false}",
+	"smoke.timeout":                  "smoke: {port: 8080, timeout: 2m}",
 }
 
 func TestSchemaMatchesParser(t *testing.T) {
@@ -152,7 +170,8 @@ func TestSchemaMatchesParser(t *testing.T) {
 		}
 	}
 	// Every section rejects a key the schema does not name.
-	for _, y := range []string{"bogus: 1", "paths: {bogus: []}", "limits: {bogus: 1}", "verify: [{run: x, bogus: 1}]"} {
+	for _, y := range []string{"bogus: 1", "paths: {bogus: []}", "limits: {bogus: 1}", "verify: [{run: x, bogus: 1}]",
+		"smoke: {port: 1, bogus: 1}", "smoke: {port: 1, health: {bogus: 1}}", "smoke: {port: 1, requests: [{path: /, bogus: 1}]}"} {
 		var ve *ValidationError
 		if _, err := Parse([]byte(y)); err == nil || !strings.Contains(err.Error(), "unknown key") {
 			t.Errorf("%q: err = %v, want unknown key", y, err)

@@ -252,9 +252,15 @@ func unknownReason(bc *CommandResult, hc CommandResult, cc CommandComparison) (R
 	case hc.Missing:
 		return Reason{Command: hc.Name, Why: fmt.Sprintf("`%s` could not be started in the sandbox (%s: a command it runs is not installed)", hc.Run, exitText(hc)),
 			Next: "install what it needs in a `setup:` step, or name an `image:` that has it"}, true
+	case hc.TimedOut && hc.Kind == SmokeCommand:
+		return Reason{Command: hc.Name, Why: fmt.Sprintf("%s timed out after %s", hc.Name, hc.Duration.Round(time.Second)),
+			Next: "raise `smoke.timeout` (the whole smoke stage) in .selfcode.yml"}, true
 	case hc.TimedOut:
 		return Reason{Command: hc.Name, Why: fmt.Sprintf("`%s` timed out after %s", hc.Run, hc.Duration.Round(time.Second)),
 			Next: "give it a longer `timeout:` in `verify:` (or raise `limits.command_timeout`)"}, true
+	case cc.Class == ClassUnknown && hc.Kind == SmokeCommand:
+		return Reason{Command: hc.Name, Why: fmt.Sprintf("%s fails on the base commit as well, so the smoke stage cannot show whether this change broke the service", hc.Name),
+			Next: "make the smoke stage pass on the default branch, or change `smoke:` in .selfcode.yml to what the service does"}, true
 	case cc.Class == ClassUnknown:
 		why := fmt.Sprintf("`%s` fails on the base commit as well and its output names no tests, so a new failure could hide behind the old one", hc.Run)
 		if hc.Tests != nil && hc.Tests.Partial || bc != nil && bc.Tests != nil && bc.Tests.Partial {

@@ -30,6 +30,13 @@ func TestVerdictRule(t *testing.T) {
 	pass := func(c Command, out string) CommandResult { return result(c, Outcome{Output: out}) }
 	fail := func(c Command, out string) CommandResult { return result(c, Outcome{ExitCode: 1, Output: out}) }
 	run := func(cs ...CommandResult) Run { return Run{Commands: cs} }
+	smoke := func(name string, ok bool) CommandResult {
+		c := CommandResult{Name: name, Run: name, Kind: SmokeCommand, Passed: ok}
+		if !ok {
+			c.ExitCode, c.Output = 1, "status 500, want 200"
+		}
+		return c
+	}
 	setupFailed := Run{Setup: []CommandResult{{Name: "setup", Run: "go mod download", ExitCode: 1,
 		Output: "go: example.com/words@v1.0.0: reading https://proxy.golang.org/example.com/words/@v/v1.0.0.mod: 404 Not Found"}},
 		Commands: Skip([]Command{build, goTest}, SkipSetupFailed).Commands}
@@ -43,6 +50,40 @@ func TestVerdictRule(t *testing.T) {
 		fixable    bool
 		flaky      []string
 	}{
+		{
+			name:    "a smoke step that passed on the base and fails on the change is a regression",
+			base:    run(pass(build, ""), smoke("smoke: health", true), smoke("smoke: GET /api", true)),
+			head:    run(pass(build, ""), smoke("smoke: health", false), smoke("smoke: GET /api", true)),
+			verdict: Failed, fixable: true,
+		},
+		{
+			name:    "smoke steps that pass on both sides: verified",
+			base:    run(pass(build, ""), smoke("smoke: image build", true), smoke("smoke: health", true)),
+			head:    run(pass(build, ""), smoke("smoke: image build", true), smoke("smoke: health", true)),
+			verdict: Verified,
+		},
+		{
+			name:    "a smoke step failing on the base as well proves nothing: unverified, with what to do",
+			base:    run(pass(build, ""), smoke("smoke: health", false)),
+			head:    run(pass(build, ""), smoke("smoke: health", false)),
+			verdict: Unverified,
+			reason:  "smoke: health fails on the base commit as well",
+			next:    "make the smoke stage pass on the default branch",
+		},
+		{
+			name:    "a smoke stage out of time: unverified, with the key to raise",
+			base:    run(pass(build, ""), smoke("smoke: health", true)),
+			head:    run(pass(build, ""), CommandResult{Name: "smoke: health", Run: "GET /health", Kind: SmokeCommand, TimedOut: true}),
+			verdict: Unverified, fixable: true,
+			reason: "smoke: health timed out",
+			next:   "smoke.timeout",
+		},
+		{
+			name:    "a smoke step the change repairs: verified",
+			base:    run(pass(build, ""), smoke("smoke: health", false)),
+			head:    run(pass(build, ""), smoke("smoke: health", true)),
+			verdict: Verified,
+		},
 		{
 			name:    "a fix: fail → pass, named",
 			base:    run(pass(build, ""), fail(goTest, goEvents("fail", "TestBug", "pass", "TestOK"))),

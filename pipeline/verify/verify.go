@@ -31,6 +31,9 @@ const (
 	BuildCommand CommandKind = "build" // compiles or type-checks
 	TestCommand  CommandKind = "test"  // runs tests
 	OtherCommand CommandKind = ""      // not known
+	// SmokeCommand is a step of the smoke stage (image build, container
+	// start, health, a request): compared with the base command by command.
+	SmokeCommand CommandKind = "smoke"
 )
 
 // Command is one verification command from the repository configuration.

@@ -1,4 +1,4 @@
-package image
+package dockerfile
 
 import (
 	"bytes"
@@ -13,15 +13,19 @@ import (
 	"github.com/moby/buildkit/frontend/dockerfile/shell"
 )
 
+// ErrInvalid is wrapped by every error about the Dockerfile itself.
+var ErrInvalid = errors.New("not a valid Dockerfile")
+
 // BaseImages returns the images a Dockerfile builds from, in order and
 // without repeats: each FROM that is not an earlier stage (or scratch), and
-// each COPY --from that names an image rather than a stage, with the ARGs
-// before the first FROM expanded (args override their defaults, as docker
-// build's --build-arg does).
+// each COPY or ADD --from that names an image rather than a stage (by name
+// or number). The ARGs before the first FROM are expanded; args override
+// their defaults, as docker build's --build-arg does, and an ARG with
+// neither is empty. A FROM that names no image once expanded is an error.
 func BaseImages(dockerfile []byte, args map[string]string) ([]string, error) {
 	res, err := parser.Parse(bytes.NewReader(dockerfile))
 	if err != nil {
-		return nil, fmt.Errorf("parse the Dockerfile: %w", err)
+		return nil, fmt.Errorf("%w: %w", ErrInvalid, err)
 	}
 	lex := shell.NewLex(res.EscapeToken)
 	meta := envMap{}
@@ -33,7 +37,6 @@ func BaseImages(dockerfile []byte, args map[string]string) ([]string, error) {
 		}
 	}
 	seenFrom := false
-	stage := 0
 	for _, n := range res.AST.Children {
 		switch strings.ToLower(n.Value) {
 		case "arg":
@@ -42,44 +45,56 @@ func BaseImages(dockerfile []byte, args map[string]string) ([]string, error) {
 			}
 			for a := n.Next; a != nil; a = a.Next {
 				name, def, hasDef := strings.Cut(a.Value, "=")
-				if v, ok := args[name]; ok {
+				switch v, given := args[name]; {
+				case given:
 					meta[name] = v
-					continue
+				case hasDef:
+					v, _, err := lex.ProcessWord(def, meta)
+					if err != nil {
+						return nil, fmt.Errorf("%w: line %d: ARG %s: %w", ErrInvalid, n.StartLine, name, err)
+					}
+					meta[name] = v
+				default:
+					if _, ok := meta[name]; !ok {
+						meta[name] = ""
+					}
 				}
-				if !hasDef {
-					continue
-				}
-				v, _, err := lex.ProcessWord(def, meta)
-				if err != nil {
-					return nil, fmt.Errorf("line %d: ARG %s: %w", n.StartLine, name, err)
-				}
-				meta[name] = v
 			}
 		case "from":
-			seenFrom = true
 			if n.Next == nil {
-				return nil, fmt.Errorf("line %d: FROM without an image", n.StartLine)
+				return nil, fmt.Errorf("%w: line %d: FROM names no image", ErrInvalid, n.StartLine)
 			}
 			ref, _, err := lex.ProcessWord(n.Next.Value, meta)
 			if err != nil {
-				return nil, fmt.Errorf("line %d: FROM %s: %w", n.StartLine, n.Next.Value, err)
+				return nil, fmt.Errorf("%w: line %d: FROM %s: %w", ErrInvalid, n.StartLine, n.Next.Value, err)
+			}
+			if ref == "" {
+				return nil, fmt.Errorf("%w: line %d: FROM %s names no image once its build arguments are expanded", ErrInvalid, n.StartLine, n.Next.Value)
 			}
 			add(ref)
 			if as := n.Next.Next; as != nil && strings.EqualFold(as.Value, "as") && as.Next != nil {
 				stages[strings.ToLower(as.Next.Value)] = true
 			}
-			stages[strconv.Itoa(stage)] = true
-			stage++
-		case "copy":
+			seenFrom = true
+		case "copy", "add":
 			for _, f := range n.Flags {
-				if from, ok := strings.CutPrefix(f, "--from="); ok {
-					add(from)
+				from, ok := strings.CutPrefix(f, "--from=")
+				if !ok {
+					continue
 				}
+				if _, err := strconv.Atoi(from); err == nil {
+					continue // a stage by its number
+				}
+				ref, _, err := lex.ProcessWord(from, meta)
+				if err != nil {
+					return nil, fmt.Errorf("%w: line %d: %s: %w", ErrInvalid, n.StartLine, f, err)
+				}
+				add(ref)
 			}
 		}
 	}
 	if !seenFrom {
-		return nil, errors.New("the Dockerfile has no FROM")
+		return nil, fmt.Errorf("%w: no FROM line", ErrInvalid)
 	}
 	return images, nil
 }

@@ -1,0 +1,343 @@
+package sandbox
+
+import (
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/containerd/errdefs"
+	"github.com/docker/docker/api/types/container"
+	"github.com/docker/docker/api/types/filters"
+	"github.com/docker/docker/api/types/image"
+	"github.com/docker/docker/api/types/network"
+	"github.com/docker/docker/client"
+
+	"github.com/selfcode/selfcode/internal/poll"
+	"github.com/selfcode/selfcode/pipeline/repoconfig"
+	"github.com/selfcode/selfcode/pipeline/smoke"
+)
+
+// probeImageFiles is the build context of a shadow service that reports on
+// its own container (testdata/probeserver, built static on the host so that
+// its image is FROM scratch and builds in a second).
+func probeImageFiles(t *testing.T) string {
+	t.Helper()
+	dir := writeTreeFiles(t, map[string]string{"Dockerfile": "FROM scratch\nCOPY probeserver /probeserver\nCMD [\"/probeserver\"]\n"})
+	cmd := exec.Command("go", "build", "-o", filepath.Join(dir, "probeserver"), "./testdata/probeserver")
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOFLAGS=-trimpath")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("build the probe server: %v\n%s", err, out)
+	}
+	return dir
+}
+
+// leftovers lists what carries instance's label on the engine.
+func leftovers(t *testing.T, api *client.Client, instance string) []string {
+	t.Helper()
+	ctx := context.Background()
+	f := filters.NewArgs(filters.Arg("label", LabelInstance+"="+instance))
+	var out []string
+	cs, err := api.ContainerList(ctx, container.ListOptions{All: true, Filters: f})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range cs {
+		out = append(out, "container "+c.Names[0])
+	}
+	ns, err := api.NetworkList(ctx, network.ListOptions{Filters: f})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range ns {
+		out = append(out, "network "+n.Name)
+	}
+	is, err := api.ImageList(ctx, image.ListOptions{Filters: filters.NewArgs(filters.Arg("reference", SmokeRepository+":*"))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, i := range is {
+		for _, ref := range i.RepoTags {
+			if l, ok := smokeTagLabels(ref); ok && l[LabelInstance] == instance {
+				out = append(out, "image "+ref)
+			}
+		}
+	}
+	return out
+}
+
+// noLeftovers fails when anything of instance, or any of the images ids,
+// is still on the engine.
+func noLeftovers(t *testing.T, api *client.Client, instance string, ids []string) {
+	t.Helper()
+	if l := leftovers(t, api, instance); len(l) > 0 {
+		t.Errorf("left on the engine: %v", l)
+	}
+	for _, id := range ids {
+		if _, err := api.ImageInspect(context.Background(), id); !errdefs.IsNotFound(err) {
+			t.Errorf("image %s made by the build is still there (%v)", id, err)
+		}
+	}
+}
+
+// cleanupInstance removes whatever a failed test left of instance.
+func cleanupInstance(t *testing.T, instance string) {
+	t.Cleanup(func() {
+		m, err := New(context.Background(), Options{Instance: instance, Image: testImage(), Logger: slog.New(slog.DiscardHandler)})
+		if err == nil {
+			m.Close()
+		}
+	})
+}
+
+// buildFrom snapshots a tree holding files and builds it.
+func buildFrom(t *testing.T, b SmokeBackend, files map[string]string) (smoke.Image, error) {
+	t.Helper()
+	return buildDir(t, b, writeTreeFiles(t, files))
+}
+
+// buildDir snapshots dir and builds it.
+func buildDir(t *testing.T, b SmokeBackend, dir string) (smoke.Image, error) {
+	t.Helper()
+	snap, err := b.Snapshot(context.Background(), dir, "Dockerfile")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer snap.Remove()
+	return b.Build(context.Background(), smoke.BuildSpec{JobID: "smoke-" + randomHex(3), Snapshot: snap, Deadline: time.Now().Add(10 * time.Minute)})
+}
+
+// bridgeListener starts an HTTP server on the engine's default bridge,
+// waits until this process reaches it, and returns its address.
+func bridgeListener(t *testing.T, api *client.Client, instance string) string {
+	t.Helper()
+	ctx := context.Background()
+	c, err := api.ContainerCreate(ctx, &container.Config{Image: testImage(), Cmd: []string{"python3", "-m", "http.server", "8099"},
+		Labels: map[string]string{LabelInstance: instance, LabelJob: "bridge-listener"}},
+		&container.HostConfig{NetworkMode: network.NetworkBridge, CapDrop: []string{"ALL"}}, nil, nil, "selfcode-test-listener-"+randomHex(4))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { api.ContainerRemove(context.Background(), c.ID, container.RemoveOptions{Force: true}) })
+	if err := api.ContainerStart(ctx, c.ID, container.StartOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	info, err := api.ContainerInspect(ctx, c.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := info.NetworkSettings.Networks[network.NetworkBridge].IPAddress + ":8099"
+	poll.Until(t, "the bridge listener to answer", time.Minute, func() bool {
+		resp, err := http.Get("http://" + addr + "/")
+		if err == nil {
+			resp.Body.Close()
+		}
+		return err == nil
+	})
+	return addr
+}
+
+func httpGet(t *testing.T, url string) (int, string) {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatalf("GET %s: %v", url, err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
+}
+
+func TestSmokeShadow(t *testing.T) {
+	m, api := newManager(t, Limits{Memory: 256 << 20, CPUs: 0.5, Pids: 64, TmpSize: 16 << 20})
+	cleanupInstance(t, m.opts.Instance)
+	b := SmokeBackend{Manager: m}
+	ctx := context.Background()
+	if err := b.Available(ctx); err != nil {
+		t.Fatalf("Available: %v", err)
+	}
+	img, err := buildDir(t, b, probeImageFiles(t))
+	if err != nil {
+		t.Fatalf("Build: %v", err)
+	}
+	ids := img.(*builtImage).IDs()
+	if len(ids) == 0 || slices.Contains(ids, "") {
+		t.Fatalf("build made images %q", ids)
+	}
+
+	t.Run("locked down, reachable over its own internal network only", func(t *testing.T) {
+		deadline := time.Now().Add(5 * time.Minute).Truncate(time.Second)
+		sh, err := b.Start(ctx, smoke.RunSpec{JobID: "job/shadow 1", Image: img, Port: 8080, Env: map[string]string{"APP_ENV": "smoke"}, ReadOnly: true, Deadline: deadline})
+		if err != nil {
+			t.Fatal(err)
+		}
+		s := sh.(*shadow)
+		poll.Until(t, "the shadow service to answer", time.Minute, func() bool {
+			resp, err := http.Get(sh.URL() + "/health")
+			if err == nil {
+				resp.Body.Close()
+			}
+			return err == nil && resp.StatusCode == 200
+		})
+		if _, body := httpGet(t, sh.URL()+"/env"); body != "smoke" {
+			t.Errorf("APP_ENV = %q", body)
+		}
+		if _, body := httpGet(t, sh.URL()+"/write"); body != "30" { // EROFS
+			t.Errorf("writing / gave %q, want errno 30 (read-only file system)", body)
+		}
+		// Nothing beyond its network: a service on the engine's default
+		// bridge, which this process reaches, is out of its reach (the
+		// probe never leaves the machine).
+		other := bridgeListener(t, api, m.opts.Instance)
+		if _, body := httpGet(t, sh.URL()+"/dial?addr="+other); body == "connected" {
+			t.Errorf("the shadow container reached %s on another network", other)
+		}
+		_, status := httpGet(t, sh.URL()+"/status")
+		if !strings.Contains(status, "CapEff:\t0000000000000000") || !strings.Contains(status, "NoNewPrivs:\t1") {
+			t.Errorf("capabilities or no-new-privileges not as expected:\n%s", status)
+		}
+		info, err := api.ContainerInspect(ctx, s.id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		hc := info.HostConfig
+		nw, err := api.NetworkInspect(ctx, s.network, network.InspectOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		checks := []struct {
+			name string
+			ok   bool
+		}{
+			{"all capabilities dropped", slices.Equal(hc.CapDrop, []string{"ALL"}) && len(hc.CapAdd) == 0},
+			{"no-new-privileges", slices.Contains(hc.SecurityOpt, "no-new-privileges")},
+			{"not privileged", !hc.Privileged},
+			{"read-only root", hc.ReadonlyRootfs},
+			{"a /tmp tmpfs", strings.Contains(hc.Tmpfs["/tmp"], "size=")},
+			{"memory limit", hc.Memory == 256<<20 && hc.MemorySwap == 256<<20},
+			{"cpu limit", hc.NanoCPUs == 500_000_000},
+			{"pids limit", hc.PidsLimit != nil && *hc.PidsLimit == 64},
+			{"no host mounts", len(hc.Binds) == 0 && len(info.Mounts) == 0},
+			{"no published ports", len(hc.PortBindings) == 0 && !hc.PublishAllPorts},
+			{"on its own network only", string(hc.NetworkMode) == s.network && len(info.NetworkSettings.Networks) == 1},
+			{"the network has no route out", nw.Internal},
+			{"labels for the reaper", info.Config.Labels[LabelInstance] == m.opts.Instance && info.Config.Labels[LabelJob] == "job/shadow 1" &&
+				info.Config.Labels[LabelDeadline] == deadline.UTC().Format(time.RFC3339) && nw.Labels[LabelInstance] == m.opts.Instance},
+		}
+		for _, ck := range checks {
+			if !ck.ok {
+				t.Errorf("%s does not hold", ck.name)
+			}
+		}
+		logs, err := sh.Logs(ctx, 20)
+		if err != nil || !strings.Contains(logs, "listening on 8080") {
+			t.Errorf("logs %q err %v", logs, err)
+		}
+		if st, err := sh.State(ctx); err != nil || !st.Running {
+			t.Errorf("state %+v err %v", st, err)
+		}
+		if err := sh.Close(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := api.ContainerInspect(ctx, s.id); !errdefs.IsNotFound(err) {
+			t.Errorf("container still there after Close: %v", err)
+		}
+		if _, err := api.NetworkInspect(ctx, s.network, network.InspectOptions{}); !errdefs.IsNotFound(err) {
+			t.Errorf("network still there after Close: %v", err)
+		}
+	})
+
+	t.Run("a crashed run's container, network and image are reaped at the next start", func(t *testing.T) {
+		instance := "test-" + randomHex(4)
+		cleanupInstance(t, instance)
+		crashed, err := New(ctx, Options{Instance: instance, Image: testImage(), Logger: testLogger(t)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		cb := SmokeBackend{Manager: crashed}
+		left, err := buildFrom(t, cb, map[string]string{"Dockerfile": "FROM scratch\nLABEL purpose=leftover\n"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		leftIDs := left.(*builtImage).IDs()
+		if _, err := cb.Start(ctx, smoke.RunSpec{JobID: "crashed", Image: img, Port: 8080, ReadOnly: true, Deadline: time.Now().Add(time.Hour)}); err != nil {
+			t.Fatal(err)
+		}
+		crashed.Close() // nothing removed: as if the process died
+		if l := leftovers(t, api, instance); len(l) != 3 || len(leftIDs) != 1 {
+			t.Fatalf("the crashed run should have left a container, a network and an image: %v", l)
+		}
+		next, err := New(ctx, Options{Instance: instance, Image: testImage(), Logger: testLogger(t)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		next.Close()
+		noLeftovers(t, api, instance, leftIDs)
+		if _, err := api.ImageInspect(ctx, img.Ref()); err != nil {
+			t.Errorf("another instance's image was reaped: %v", err)
+		}
+	})
+
+	if err := img.Remove(ctx); err != nil {
+		t.Fatal(err)
+	}
+	poll.Until(t, "the bridge listener to be removed", time.Minute, func() bool { return len(leftovers(t, api, m.opts.Instance)) == 0 })
+	noLeftovers(t, api, m.opts.Instance, ids)
+	if _, err := api.ImageInspect(ctx, testImage()); err != nil {
+		t.Fatalf("the base image is gone: %v", err)
+	}
+}
+
+func TestSmokeBuildFailures(t *testing.T) {
+	m, api := newManager(t, Limits{})
+	cleanupInstance(t, m.opts.Instance)
+	b := SmokeBackend{Manager: m}
+
+	t.Run("a Dockerfile that tries the network fails with the reason", func(t *testing.T) {
+		t.Parallel()
+		dir := writeTreeFiles(t, map[string]string{"Dockerfile": "FROM " + testImage() + "\nRUN python3 -c \"import urllib.request; urllib.request.urlopen('http://example.com/', timeout=5)\"\nCMD [\"true\"]\n"})
+		cfg := repoconfig.DefaultSmoke()
+		cfg.Port = 8080
+		rows, err := smoke.Run(context.Background(), b, smoke.Spec{JobID: "net", Config: *cfg,
+			Context: func(ctx context.Context) (*smoke.Snapshot, error) { return b.Snapshot(ctx, dir, "Dockerfile") }})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(rows) != 1 || rows[0].Name != repoconfig.SmokeBuildStep || rows[0].Passed || rows[0].Error != "" {
+			t.Fatalf("rows %+v", rows)
+		}
+		for _, want := range []string{"Temporary failure in name resolution", "returned a non-zero code: 1", "The image build has no network"} {
+			if !strings.Contains(rows[0].Output, want) {
+				t.Errorf("output lacks %q:\n%s", want, rows[0].Output)
+			}
+		}
+	})
+	t.Run("a base image not on the engine is refused, never pulled", func(t *testing.T) {
+		t.Parallel()
+		_, err := buildFrom(t, b, map[string]string{"Dockerfile": "ARG V=0.0.1-nonexistent\nFROM busybox:${V}\n"})
+		var f *smoke.Failure
+		if !errors.As(err, &f) || !strings.Contains(f.Reason, "busybox:0.0.1-nonexistent, which is not on the Docker engine; selfcode never pulls") {
+			t.Fatalf("err = %v", err)
+		}
+		if _, err := api.ImageInspect(context.Background(), "busybox:0.0.1-nonexistent"); !errdefs.IsNotFound(err) {
+			t.Errorf("the image was pulled: %v", err)
+		}
+	})
+	t.Run("a failing step's layers go with it", func(t *testing.T) {
+		t.Parallel()
+		_, err := buildFrom(t, b, map[string]string{"Dockerfile": "FROM scratch\nLABEL a=b\nCOPY missing /x\n"})
+		var f *smoke.Failure
+		if !errors.As(err, &f) || !strings.Contains(f.Log, "Step 2/") {
+			t.Fatalf("err = %v", err)
+		}
+	})
+	t.Cleanup(func() { noLeftovers(t, api, m.opts.Instance, nil) })
+}
