@@ -21,7 +21,9 @@ type CheckInput struct {
 	// Key, when set, keys the run in the baseline cache (with the config's
 	// hash): a run kept there is returned without running anything, and a
 	// new one is kept — only when its setup ran rather than being restored,
-	// as a job keeps its base. A commit SHA, or any 4–64 hex digits that
+	// as a job keeps its base. A run with a restored setup in which
+	// something fails is run again with setup from scratch, as a job's
+	// base is. A commit SHA, or any 4–64 hex digits that
 	// name the tree as surely.
 	Key string
 }
@@ -61,11 +63,27 @@ func (p *Pipeline) Check(ctx context.Context, in CheckInput) (CheckResult, error
 	if err != nil {
 		return CheckResult{}, err
 	}
-	defer sess.Close(context.Background())
+	defer func() {
+		if sess != nil {
+			sess.Close(context.Background())
+		}
+	}()
 	began := p.o.Now()
-	run, err := s.runCommands(ctx, sess, setup, s.verifyCommands(in.Dir))
+	c := checkout{dir: in.Dir, cmds: s.verifyCommands(in.Dir), steps: cfg.SetupSteps(in.Dir)}
+	run, err := s.runCommands(ctx, sess, setup, c.cmds)
 	if err != nil {
 		return CheckResult{}, fmt.Errorf("verification: %w", err)
+	}
+	if restored != "" && !run.Passed {
+		// As for a job's base: a run with a kept setup is trusted only
+		// when nothing fails. Nothing edits in.Dir: it is still pristine.
+		sess.Close(context.Background())
+		sess = nil
+		fresh, again, _, err := s.confirm(ctx, c, run, restored)
+		if err != nil {
+			return CheckResult{}, fmt.Errorf("verification: %w", err)
+		}
+		run, sess, restored = fresh, again, ""
 	}
 	s.log.Info("checked a tree", "commands", len(run.Commands), "took", p.o.Now().Sub(began).Round(time.Millisecond))
 	if p.o.Baseline != nil && in.Key != "" && restored == "" {

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/selfcode/selfcode/app/gitops"
 	"github.com/selfcode/selfcode/app/llm"
 	"github.com/selfcode/selfcode/app/report"
 	"github.com/selfcode/selfcode/app/sandbox"
@@ -178,7 +179,10 @@ func newHarnessWith(t *testing.T, opts func(*pipeline.Options, *sandbox.Manager)
 
 func (h *harness) run(mod ...func(*pipeline.Input)) (*pipeline.Output, error) {
 	in := pipeline.Input{JobID: "01jtest", Repository: "o/greeter", Issue: 1, IssueTitle: "Greeting punctuation",
-		IssueBody: "Greet should end with !", Dir: h.dir, BaseSHA: h.base, Config: h.cfg, Progress: h.prog}
+		IssueBody: "Greet should end with !", Dir: h.dir, BaseSHA: h.base, Config: h.cfg, Progress: h.prog,
+		Pristine: func(ctx context.Context, dst string) error {
+			return gitops.ExportLocal(ctx, filepath.Join(h.dir, ".git"), h.base, dst)
+		}}
 	for _, f := range mod {
 		f(&in)
 	}

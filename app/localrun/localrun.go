@@ -148,7 +148,8 @@ func ReadConfig(dir string) (*repoconfig.Config, error) {
 	return cfg, nil
 }
 
-// Job is one local pipeline run: a task on a checkout at its base commit.
+// Job is one local pipeline run: a task on a scratch clone (Dir, with its
+// .git) at its base commit.
 type Job struct {
 	ID         string
 	Repository string // names the repository's warm sandbox caches
@@ -167,7 +168,11 @@ func Input(j Job) pipeline.Input {
 		log = slog.Default()
 	}
 	return pipeline.Input{JobID: j.ID, Repository: j.Repository, IssueTitle: firstLine(j.Task), IssueBody: j.Task,
-		Instructions: j.Task, Dir: j.Dir, BaseSHA: j.BaseSHA, Config: j.Config, Progress: logProgress{log}}
+		Instructions: j.Task, Dir: j.Dir, BaseSHA: j.BaseSHA, Config: j.Config, Progress: logProgress{log},
+		// Dir is a scratch clone: its own objects hold the base as it was.
+		Pristine: func(ctx context.Context, dst string) error {
+			return gitops.ExportLocal(ctx, filepath.Join(j.Dir, ".git"), j.BaseSHA, dst)
+		}}
 }
 
 func changedFiles(ctx context.Context, dir, base string) []templates.FileChange {
