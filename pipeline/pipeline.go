@@ -72,6 +72,13 @@ type SetupCache interface {
 	ForgetSetup(ctx context.Context, key string) error
 }
 
+// ImageResolver is a Sandbox that tells the ID of the image a SandboxSpec's
+// Image names ("": the sandbox's default), so that a baseline made on one
+// image is never taken for one made on another, a rebuilt image included.
+type ImageResolver interface {
+	ImageID(ctx context.Context, image string) (string, error)
+}
+
 // Progress receives stage updates and artifacts (the publisher).
 type Progress interface {
 	Stage(name stage.Name, status stage.Status, summary string)
@@ -264,10 +271,12 @@ type jobState struct {
 	// guide is the repository's guidance for agents the prompts carry,
 	// read from the pristine checkout (for the plan, then for its files).
 	guide []guidance.File
-	// pendingBase is the base commit whose baseline, made with a restored
-	// setup and passing, waits for the job's end to be kept (keepBase);
+	// baseKey keys the job's baseline in the baseline cache (nil: it is
+	// not cached). pendingBase: the baseline, made with a restored setup
+	// and passing, waits for the job's end to be kept (keepBase);
 	// spoiledSetup: the job found a kept setup that made tests fail.
-	pendingBase  string
+	baseKey      *verify.Key
+	pendingBase  bool
 	spoiledSetup bool
 	smoke        smokeState
 }

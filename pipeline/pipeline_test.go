@@ -127,6 +127,7 @@ type harness struct {
 	t     *testing.T
 	fake  *fakeopenai.Server
 	p     *pipeline.Pipeline
+	sb    sandbox.Backend
 	dir   string
 	base  string
 	prog  *recorder
@@ -174,7 +175,7 @@ func newHarnessWith(t *testing.T, opts func(*pipeline.Options, *sandbox.Manager)
 		}
 	}
 	dir, base := gitRepo(t, files)
-	return &harness{t: t, fake: fake, p: p, dir: dir, base: base, prog: &recorder{}, cfg: cfg, files: files}
+	return &harness{t: t, fake: fake, p: p, sb: sandbox.Backend{Manager: m}, dir: dir, base: base, prog: &recorder{}, cfg: cfg, files: files}
 }
 
 func (h *harness) run(mod ...func(*pipeline.Input)) (*pipeline.Output, error) {
@@ -187,6 +188,17 @@ func (h *harness) run(mod ...func(*pipeline.Input)) (*pipeline.Output, error) {
 		f(&in)
 	}
 	return h.p.Run(context.Background(), in)
+}
+
+// baselineKey is the key of repo's baseline of h's base commit, verified
+// with h's configuration, in the baseline cache.
+func (h *harness) baselineKey(repo string) verify.Key {
+	h.t.Helper()
+	id, err := h.sb.ImageID(context.Background(), h.cfg.Image)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	return verify.Key{Repository: repo, SHA: h.base, Config: h.cfg.Hash(), Image: id}
 }
 
 func (h *harness) file(p string) string {

@@ -76,8 +76,9 @@ func (s *jobState) ready(ctx context.Context, env *sandboxEnv, steps []repoconfi
 	if s.in.BaselineSHA != "" {
 		baseSHA = s.in.BaselineSHA
 	}
-	if s.p.o.Baseline != nil && baseSHA != "" {
-		if run, found, err := s.p.o.Baseline.Get(baseSHA, s.baselineHash()); err == nil && found {
+	s.baseKey = s.baselineKey(ctx, baseSHA)
+	if s.baseKey != nil {
+		if run, found, err := s.p.o.Baseline.Get(*s.baseKey); err == nil && found {
 			s.out.Base = &run
 		}
 	}
@@ -99,7 +100,7 @@ func (s *jobState) ready(ctx context.Context, env *sandboxEnv, steps []repoconfi
 		if err != nil {
 			return env, fmt.Errorf("baseline verification: %w", err)
 		}
-		s.setBase(baseSHA, run, kept)
+		s.setBase(run, kept)
 	}
 	s.artifact("verify-base.json", s.out.Base)
 	return env, nil
@@ -462,27 +463,48 @@ func setupKey(dir string, steps []repoconfig.SetupStep) (string, error) {
 // once when its setup ran, or at the end of the job when its setup was
 // restored from the repository's cache (keepBase), so that a kept setup
 // found spoiled meanwhile (spoiledSetup) never leaves its baseline behind.
-func (s *jobState) setBase(sha string, base verify.Run, restored bool) {
+func (s *jobState) setBase(base verify.Run, restored bool) {
 	s.out.Base = &base
 	if restored {
-		s.pendingBase = sha
+		s.pendingBase = true
 		return
 	}
-	s.storeBase(sha)
+	s.storeBase()
 }
 
 // keepBase stores a baseline made with a restored setup unless the job
 // found that setup spoiled.
 func (s *jobState) keepBase() {
-	if s.pendingBase != "" && !s.spoiledSetup {
-		s.storeBase(s.pendingBase)
+	if s.pendingBase && !s.spoiledSetup {
+		s.storeBase()
 	}
 }
 
-func (s *jobState) storeBase(sha string) {
-	if s.p.o.Baseline != nil && sha != "" && s.out.Base != nil {
-		if err := s.p.o.Baseline.Put(sha, s.baselineHash(), *s.out.Base); err != nil {
+func (s *jobState) storeBase() {
+	if s.baseKey != nil && s.out.Base != nil {
+		if err := s.p.o.Baseline.Put(*s.baseKey, *s.out.Base); err != nil && !errors.Is(err, verify.ErrIncompleteRun) {
 			s.log.Warn("store baseline", "err", err)
 		}
 	}
+}
+
+// baselineKey keys commit sha's baseline in the baseline cache: the
+// repository's own (never another's), the configuration as it runs here
+// (baselineHash) and the ID of the sandbox image. nil when there is no
+// cache, no commit or repository name, or the image cannot be told apart
+// from another: then the base is verified every time.
+func (s *jobState) baselineKey(ctx context.Context, sha string) *verify.Key {
+	if s.p.o.Baseline == nil || sha == "" || s.in.Repository == "" {
+		return nil
+	}
+	k := verify.Key{Repository: s.in.Repository, SHA: sha, Config: s.baselineHash()}
+	if r, ok := s.p.o.Sandbox.(ImageResolver); ok {
+		id, err := r.ImageID(ctx, s.cfg.Image)
+		if err != nil {
+			s.log.Warn("no baseline cache: the sandbox image is unknown", "err", err)
+			return nil
+		}
+		k.Image = id
+	}
+	return &k
 }

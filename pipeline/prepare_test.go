@@ -234,7 +234,7 @@ func TestRestoredSetupSuspectedBeforeBlame(t *testing.T) {
 			out, dir := runWithBaselines(t, ctx, &gatedModel{ctx: ctx, sb: sb, noGate: true}, sb, false, baselines, cfg)
 			// A baseline made with a spoiled kept setup is not kept.
 			base := strings.TrimSpace(gitOut(t, dir, "rev-parse", "HEAD"))
-			if _, kept, err := baselines.Get(base, cfg.Hash()); err != nil || kept != tt.baseKept {
+			if _, kept, err := baselines.Get(verify.Key{Repository: "o/calc", SHA: base, Config: cfg.Hash()}); err != nil || kept != tt.baseKept {
 				t.Errorf("baseline kept: %v (%v), want %v", kept, err, tt.baseKept)
 			}
 			sb.mu.Lock()
@@ -300,7 +300,7 @@ func TestFailingBaseWithAKeptSetupIsVerifiedAfresh(t *testing.T) {
 			if out.Verdict != tt.verdict {
 				t.Errorf("verdict %q, want %q (%+v)", out.Verdict, tt.verdict, out.Comparison)
 			}
-			if run, kept, err := baselines.Get(baseSHA, cfg.Hash()); err != nil || !kept || run.Passed != tt.basePassed {
+			if run, kept, err := baselines.Get(verify.Key{Repository: "o/calc", SHA: baseSHA, Config: cfg.Hash()}); err != nil || !kept || run.Passed != tt.basePassed {
 				t.Errorf("baseline kept %v (%v), passed %v: want the one set up from scratch kept, passed %v", kept, err, run.Passed, tt.basePassed)
 			}
 			sb.mu.Lock()
@@ -343,7 +343,7 @@ func TestCheckDoubtsAFailingKeptSetup(t *testing.T) {
 	if !res.Run.Passed {
 		t.Errorf("the check says what the spoiled kept setup made of it: %+v", res.Run)
 	}
-	if run, kept, err := baselines.Get(base, cfg.Hash()); err != nil || !kept || !run.Passed {
+	if run, kept, err := baselines.Get(verify.Key{Repository: "o/calc", SHA: base, Config: cfg.Hash()}); err != nil || !kept || !run.Passed {
 		t.Errorf("kept %v (%v), passed %v: want the fresh run kept", kept, err, run.Passed)
 	}
 	sb.mu.Lock()
@@ -351,6 +351,44 @@ func TestCheckDoubtsAFailingKeptSetup(t *testing.T) {
 	if len(sb.forgotten) != 1 || sb.starts != 2 || sb.setups != 1 || sb.closes != 2 {
 		t.Errorf("forgotten %q, starts %d, setups %d, closes %d: want the kept setup forgotten and a fresh sandbox set up",
 			sb.forgotten, sb.starts, sb.setups, sb.closes)
+	}
+}
+
+// imagedSandbox is an eventSandbox whose default image has the ID id.
+type imagedSandbox struct {
+	*eventSandbox
+	id string
+}
+
+func (s imagedSandbox) ImageID(ctx context.Context, image string) (string, error) { return s.id, nil }
+
+// A base commit's baseline is found again only by the same repository on
+// the same sandbox image: a fork with the same commits, or the image
+// rebuilt, verifies the base afresh.
+func TestBaselineCacheIsPerRepositoryAndImage(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	baselines, err := verify.NewCache(verify.CacheOptions{Dir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, tt := range []struct {
+		repo, image string
+		cached      bool
+	}{
+		{"o/calc", "sha256:one", false},
+		{"o/calc", "sha256:one", true},
+		{"fork/calc", "sha256:one", false},
+		{"o/calc", "sha256:rebuilt", false},
+		{"fork/calc", "sha256:one", true},
+	} {
+		sb := newEventSandbox(false)
+		out, _ := runWithInput(t, ctx, &gatedModel{ctx: ctx, sb: sb, noGate: true},
+			pipeline.Options{Sandbox: imagedSandbox{sb, tt.image}, Baseline: baselines}, func(in *pipeline.Input) { in.Repository = tt.repo })
+		if _, verified := out.Took[stage.PartBaseline]; verified == tt.cached || out.Base == nil {
+			t.Errorf("job %d (%s on %s): base verified %v, want the cached baseline %v", i, tt.repo, tt.image, verified, tt.cached)
+		}
 	}
 }
 

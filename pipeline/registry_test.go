@@ -224,7 +224,7 @@ func TestSpoiledKeptSetupHidesNoRegression(t *testing.T) {
 	if out.Verdict != verify.Failed || out.Comparison == nil || !anyContains(out.Comparison.Regressions, "starts with hello") {
 		t.Fatalf("verdict %q, comparison %+v: the change breaks \"starts with hello\"", out.Verdict, out.Comparison)
 	}
-	base, found, err := kept.Get(h.base, h.cfg.Hash())
+	base, found, err := kept.Get(h.baselineKey(repo))
 	if err != nil || !found {
 		t.Fatalf("no baseline kept (%v): the one set up from scratch should be", err)
 	}
