@@ -238,21 +238,17 @@ func commitImage(t *testing.T, api *client.Client, labels map[string]string) str
 	return ref
 }
 
-// Past the size cap, the least recently used caches not in use go first.
-// Not parallel: it evicts, and the other cache tests expect theirs to stay.
-func TestCacheEviction(t *testing.T) {
-	dockerClient(t) // skips without Docker (fails under CI)
-	index := filepath.Join(t.TempDir(), "caches.json")
-	m := cacheManager(t, 10<<30, index)
-	old, recent := testRepo(t, m, "old"), testRepo(t, m, "recent")
+// twoCaches makes the caches of two new repositories, old then recent,
+// each used by one job, with a manager whose index is the file index; it
+// returns their measured total size.
+func twoCaches(t *testing.T) (m *Manager, index, old, recent string, total int64) {
+	t.Helper()
+	index = filepath.Join(t.TempDir(), "caches.json")
+	m = cacheManager(t, 10<<30, index)
+	old, recent = testRepo(t, m, "old"), testRepo(t, m, "recent")
 	sh(t, m, old, "", "true")
 	sh(t, m, recent, "", "true")
-	caches, err := m.Caches(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
-	var total int64
-	for _, c := range caches {
+	for _, c := range mustCaches(t, m) {
 		if c.Repository == old || c.Repository == recent {
 			if c.Size <= 0 {
 				t.Fatalf("%s: no size measured when its job ended: %+v", c.Repository, c)
@@ -260,6 +256,14 @@ func TestCacheEviction(t *testing.T) {
 			total += c.Size
 		}
 	}
+	return m, index, old, recent, total
+}
+
+// Past the size cap, the least recently used caches not in use go first.
+// Not parallel: it evicts, and the other cache tests expect theirs to stay.
+func TestCacheEviction(t *testing.T) {
+	dockerClient(t) // skips without Docker (fails under CI)
+	_, index, old, recent, total := twoCaches(t)
 	// A cap just under the two caches (others, of other tests, have no
 	// size in this index): removing the older one is enough.
 	capped := cacheManager(t, total-1, index)
@@ -281,6 +285,29 @@ func TestCacheEviction(t *testing.T) {
 	n, inUse, err := capped.ClearCaches(context.Background(), recent)
 	if err != nil || n != 1 || inUse != 0 || slices.ContainsFunc(mustCaches(t, capped), func(c CacheInfo) bool { return c.Repository == recent }) {
 		t.Fatalf("clear %s: removed %d, in use %d, err %v", recent, n, inUse, err)
+	}
+}
+
+// Eviction runs by itself: once a job's container closes and the caches
+// (as measured inside their jobs) are past the cap, the least recently used
+// go, without anyone calling EvictCaches. Not parallel: it evicts.
+func TestCacheEvictedWhenAJobCloses(t *testing.T) {
+	dockerClient(t) // skips without Docker (fails under CI)
+	m, index, old, recent, total := twoCaches(t)
+	// A manager capped just under the two (other tests' caches have no
+	// size in this index) runs a job of the recent repository; Close waits
+	// for the eviction that job's end started.
+	capped := cacheManager(t, total-1, index)
+	sh(t, capped, recent, "", "true")
+	if err := capped.Close(); err != nil {
+		t.Fatal(err)
+	}
+	repos := map[string]bool{}
+	for _, c := range mustCaches(t, m) {
+		repos[c.Repository] = true
+	}
+	if repos[old] || !repos[recent] {
+		t.Fatalf("caches left %v: want %s evicted when the job closed and %s kept", repos, old, recent)
 	}
 }
 
