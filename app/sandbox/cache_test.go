@@ -160,21 +160,30 @@ func TestWarmCacheKeepsResults(t *testing.T) {
 	}
 }
 
+// goModule starts a container of a new repository (its cache fresh from
+// the image) with testdata/gomod copied in; it is closed when the test
+// ends. It skips without Docker (fails under CI).
+func goModule(t *testing.T, name string) *Container {
+	t.Helper()
+	dockerClient(t)
+	m := cacheManager(t, 10<<30, "")
+	repo := testRepo(t, m, name)
+	c, err := m.Start(context.Background(), Spec{JobID: name + "-" + randomHex(3), Cache: repo})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close(context.Background()) })
+	if err := c.CopyTree(context.Background(), "testdata/gomod"); err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
 // A cache spoiled between jobs (files cut short) or emptied while a job
 // runs costs time, not correctness: the job rebuilds what it needs.
 func TestSpoiledCacheStillWorks(t *testing.T) {
 	t.Parallel()
-	dockerClient(t) // skips without Docker (fails under CI)
-	m := cacheManager(t, 10<<30, "")
-	repo := testRepo(t, m, "spoiled")
-	c, err := m.Start(context.Background(), Spec{JobID: "spoil-" + randomHex(3), Cache: repo})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close(context.Background())
-	if err := c.CopyTree(context.Background(), "testdata/gomod"); err != nil {
-		t.Fatal(err)
-	}
+	c := goModule(t, "spoiled")
 	// The outputs this job's build wrote (newer than the mark) are cut
 	// short, then the whole cache goes; only the job's own package is
 	// rebuilt after the first, everything it needs after the second — a
@@ -187,6 +196,35 @@ func TestSpoiledCacheStillWorks(t *testing.T) {
 		if r := mustExec(t, c, Cmd{Run: step, Timeout: 5 * time.Minute}); r.ExitCode != 0 {
 			t.Fatalf("%s: exit %d\n%s", step, r.ExitCode, r.Output)
 		}
+	}
+}
+
+// A repository's first job starts from the image's pre-warmed /cache
+// (deploy/sandbox/warm.sh): building, vetting and testing a module that
+// imports the common standard library packages compiles only the module's
+// own package and the test main, never a standard library package.
+func TestFirstJobUsesThePrewarmedStandardLibrary(t *testing.T) {
+	t.Parallel()
+	c := goModule(t, "prewarmed")
+	std := "bufio bytes context encoding/json errors fmt io os os/exec path/filepath sort strconv strings sync testing time"
+	r := mustExec(t, c, Cmd{Run: `set -e
+test "$(go env GOCACHE)" = /cache/go-build
+echo stale: $(go list -f '{{if .Stale}}{{.ImportPath}}{{end}}' ` + std + `)
+{ go build -x ./... && go vet -x ./... && go test -x -count=1 ./...; } 2>&1 | grep '/compile ' | grep -o -- ' -p [^ ]*' | sort -u | sed 's/^ -p /compiled: /'
+`, Timeout: 5 * time.Minute})
+	if r.ExitCode != 0 {
+		t.Fatalf("exit %d\n%s", r.ExitCode, r.Output)
+	}
+	var compiled []string
+	for _, line := range strings.Split(strings.TrimSpace(r.Stdout), "\n") {
+		if pkg, ok := strings.CutPrefix(line, "compiled: "); ok {
+			compiled = append(compiled, pkg)
+		} else if stale, ok := strings.CutPrefix(line, "stale:"); ok && strings.TrimSpace(stale) != "" {
+			t.Errorf("standard library packages not in the fresh cache: %s", stale)
+		}
+	}
+	if !slices.Equal(compiled, []string{"example.com/sandboxprobe", "main"}) {
+		t.Errorf("compiled %q: want the module's package and the test main only\n%s", compiled, r.Output)
 	}
 }
 
