@@ -18,11 +18,14 @@ type CheckInput struct {
 	Repository string // the repository whose warm caches the sandbox may use
 	Dir        string
 	Config     *repoconfig.Config // nil: defaults
-	// Key, when set, keys the run in the baseline cache (with the config's
-	// hash): a run kept there is returned without running anything, and a
-	// new one is kept — only when its setup ran rather than being restored,
-	// as a job keeps its base. A commit SHA, or any 4–64 hex digits that
-	// name the tree as surely.
+	// Key, when set, keys the run in the baseline cache (with the
+	// repository, the config's hash and the sandbox image, as a job's base
+	// is keyed): a run kept there is returned without running anything,
+	// and a new one is kept — only when its setup ran rather than being
+	// restored, as a job keeps its base. A run with a restored setup in
+	// which something fails is run again with setup from scratch, as a
+	// job's base is. A commit SHA, or any 4–64 hex digits that name the
+	// tree as surely.
 	Key string
 }
 
@@ -45,8 +48,15 @@ func (p *Pipeline) Check(ctx context.Context, in CheckInput) (CheckResult, error
 	if cfg == nil {
 		cfg = repoconfig.Default()
 	}
-	if p.o.Baseline != nil && in.Key != "" {
-		if run, found, err := p.o.Baseline.Get(in.Key, cfg.Hash()); err == nil && found {
+	s := &jobState{p: p, in: Input{JobID: in.JobID, Repository: in.Repository, Dir: in.Dir, Config: cfg}, cfg: cfg, out: &Output{},
+		clock: &partClock{now: p.o.Now}, log: p.o.Logger.With("job_id", in.JobID)}
+	if in.Key != "" {
+		// The key a job on that commit uses: no smoke stage runs here, as
+		// in a job on a server that does not run it.
+		s.baseKey = s.baselineKey(ctx, in.Key)
+	}
+	if s.baseKey != nil {
+		if run, found, err := p.o.Baseline.Get(*s.baseKey); err == nil && found {
 			return CheckResult{Run: run, Cached: true}, nil
 		}
 	}
@@ -55,23 +65,35 @@ func (p *Pipeline) Check(ctx context.Context, in CheckInput) (CheckResult, error
 		ctx, cancel = context.WithTimeout(ctx, cfg.Limits.JobTimeout)
 		defer cancel()
 	}
-	s := &jobState{p: p, in: Input{JobID: in.JobID, Repository: in.Repository, Dir: in.Dir, Config: cfg}, cfg: cfg,
-		clock: &partClock{now: p.o.Now}, log: p.o.Logger.With("job_id", in.JobID)}
 	sess, setup, restored, err := s.start(ctx, in.Dir, cfg.SetupSteps(in.Dir), nil)
 	if err != nil {
 		return CheckResult{}, err
 	}
-	defer sess.Close(context.Background())
+	defer func() {
+		if sess != nil {
+			sess.Close(context.Background())
+		}
+	}()
 	began := p.o.Now()
-	run, err := s.runCommands(ctx, sess, setup, s.verifyCommands(in.Dir))
+	c := checkout{dir: in.Dir, cmds: s.verifyCommands(in.Dir), steps: cfg.SetupSteps(in.Dir)}
+	run, err := s.runCommands(ctx, sess, setup, c.cmds)
 	if err != nil {
 		return CheckResult{}, fmt.Errorf("verification: %w", err)
 	}
-	s.log.Info("checked a tree", "commands", len(run.Commands), "took", p.o.Now().Sub(began).Round(time.Millisecond))
-	if p.o.Baseline != nil && in.Key != "" && restored == "" {
-		if err := p.o.Baseline.Put(in.Key, cfg.Hash(), run); err != nil && !errors.Is(err, verify.ErrIncompleteRun) {
-			s.log.Warn("keep the check in the baseline cache", "err", err)
+	if restored != "" && !run.Passed {
+		// As for a job's base: a run with a kept setup is trusted only
+		// when nothing fails. Nothing edits in.Dir: it is still pristine.
+		sess.Close(context.Background())
+		sess = nil
+		fresh, again, _, err := s.confirm(ctx, c, run, restored)
+		if err != nil {
+			return CheckResult{}, fmt.Errorf("verification: %w", err)
 		}
+		run, sess, restored = fresh, again, ""
+	}
+	s.log.Info("checked a tree", "commands", len(run.Commands), "took", p.o.Now().Sub(began).Round(time.Millisecond))
+	if restored == "" {
+		s.setBase(run, false)
 	}
 	return CheckResult{Run: run}, nil
 }

@@ -72,6 +72,13 @@ type SetupCache interface {
 	ForgetSetup(ctx context.Context, key string) error
 }
 
+// ImageResolver is a Sandbox that tells the ID of the image a SandboxSpec's
+// Image names ("": the sandbox's default), so that a baseline made on one
+// image is never taken for one made on another, a rebuilt image included.
+type ImageResolver interface {
+	ImageID(ctx context.Context, image string) (string, error)
+}
+
 // Progress receives stage updates and artifacts (the publisher).
 type Progress interface {
 	Stage(name stage.Name, status stage.Status, summary string)
@@ -178,6 +185,14 @@ type Input struct {
 	// Unattended marks an overnight job: nobody watches it, so a plan
 	// whose blast radius cannot be computed is held, not carried out.
 	Unattended bool
+	// Pristine, when set, writes the files of the commit Dir started from
+	// (BaseSHA) into dst, an empty directory, however Dir has been edited
+	// since (an export from the repository's git objects). A base verified
+	// with a setup restored from the repository's cache that shows
+	// failures is verified again from such a copy, with setup from
+	// scratch. A job that has neither Pristine nor BaselineDir never
+	// restores a kept setup: nothing could check it.
+	Pristine func(ctx context.Context, dst string) error
 }
 
 // Stop reasons.
@@ -249,15 +264,19 @@ type jobState struct {
 	syntax  *sandboxSyntax // edits' syntax checks, in the sandbox once it is up
 	clock   *partClock
 	// noRestore: set up from scratch from now on (a kept setup was
-	// suspected); set only once the preparation has ended.
+	// suspected, or could not be checked); set before the preparation
+	// starts, by the preparation, or once it has ended, never by two
+	// goroutines at once.
 	noRestore bool
 	// guide is the repository's guidance for agents the prompts carry,
 	// read from the pristine checkout (for the plan, then for its files).
 	guide []guidance.File
-	// pendingBase is the base commit whose baseline, made with a restored
-	// setup, waits for the job's end to be kept (keepBase); spoiledSetup:
-	// the job found a kept setup that made tests fail.
-	pendingBase  string
+	// baseKey keys the job's baseline in the baseline cache (nil: it is
+	// not cached). pendingBase: the baseline, made with a restored setup
+	// and passing, waits for the job's end to be kept (keepBase);
+	// spoiledSetup: the job found a kept setup that made tests fail.
+	baseKey      *verify.Key
+	pendingBase  bool
 	spoiledSetup bool
 	smoke        smokeState
 }
@@ -788,8 +807,11 @@ func (s *jobState) digestOf(keep func(string) bool) string {
 // verification commands, reruns alone the tests that newly fail to tell
 // flaky ones, and judges the result against the base.
 func (s *jobState) verifyChanges(ctx context.Context, env *sandboxEnv, round int) (verify.Run, verify.Comparison, error) {
-	if d := s.manifestDigest(); d != env.manifests {
-		s.log.Info("a dependency manifest changed; setting up a fresh sandbox", "round", round)
+	d := s.manifestDigest()
+	if d != env.manifests || env.restored != "" && s.noRestore {
+		// A changed manifest needs its own setup; a kept setup doubted
+		// since (the base failed with it) is not used for the change.
+		s.log.Info("setting up a fresh sandbox for the change", "round", round, "manifest_changed", d != env.manifests)
 		env.close()
 		sess, setup, restored, err := s.start(ctx, s.in.Dir, s.cfg.SetupSteps(s.in.Dir), nil)
 		if err != nil {
@@ -870,13 +892,7 @@ func (s *jobState) judgeSetUpAfresh(ctx context.Context, env *sandboxEnv, restor
 		return verify.Run{}, verify.Comparison{}, err
 	}
 	if len(cmp.Regressions) < len(restoredCmp.Regressions) {
-		s.spoiledSetup = true
-		s.log.Warn("the repository's kept setup made tests fail; forgetting it", "key", key)
-		if sc, ok := sess.(SetupCache); ok {
-			if err := sc.ForgetSetup(ctx, key); err != nil {
-				s.log.Warn("forget the kept setup", "err", err)
-			}
-		}
+		s.forgetSetup(ctx, sess, key)
 	}
 	return head, cmp, nil
 }

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/selfcode/selfcode/app/gitops"
 	"github.com/selfcode/selfcode/app/llm"
 	"github.com/selfcode/selfcode/app/report"
 	"github.com/selfcode/selfcode/app/sandbox"
@@ -126,6 +127,7 @@ type harness struct {
 	t     *testing.T
 	fake  *fakeopenai.Server
 	p     *pipeline.Pipeline
+	sb    sandbox.Backend
 	dir   string
 	base  string
 	prog  *recorder
@@ -173,16 +175,30 @@ func newHarnessWith(t *testing.T, opts func(*pipeline.Options, *sandbox.Manager)
 		}
 	}
 	dir, base := gitRepo(t, files)
-	return &harness{t: t, fake: fake, p: p, dir: dir, base: base, prog: &recorder{}, cfg: cfg, files: files}
+	return &harness{t: t, fake: fake, p: p, sb: sandbox.Backend{Manager: m}, dir: dir, base: base, prog: &recorder{}, cfg: cfg, files: files}
 }
 
 func (h *harness) run(mod ...func(*pipeline.Input)) (*pipeline.Output, error) {
 	in := pipeline.Input{JobID: "01jtest", Repository: "o/greeter", Issue: 1, IssueTitle: "Greeting punctuation",
-		IssueBody: "Greet should end with !", Dir: h.dir, BaseSHA: h.base, Config: h.cfg, Progress: h.prog}
+		IssueBody: "Greet should end with !", Dir: h.dir, BaseSHA: h.base, Config: h.cfg, Progress: h.prog,
+		Pristine: func(ctx context.Context, dst string) error {
+			return gitops.ExportLocal(ctx, filepath.Join(h.dir, ".git"), h.base, dst)
+		}}
 	for _, f := range mod {
 		f(&in)
 	}
 	return h.p.Run(context.Background(), in)
+}
+
+// baselineKey is the key of repo's baseline of h's base commit, verified
+// with h's configuration, in the baseline cache.
+func (h *harness) baselineKey(repo string) verify.Key {
+	h.t.Helper()
+	id, err := h.sb.ImageID(context.Background(), h.cfg.Image)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	return verify.Key{Repository: repo, SHA: h.base, Config: h.cfg.Hash(), Image: id}
 }
 
 func (h *harness) file(p string) string {

@@ -43,6 +43,10 @@ func (s *jobState) prepare(ctx context.Context) *preparation {
 	var base *checkout
 	if s.in.BaselineDir != "" {
 		base = &checkout{dir: s.in.BaselineDir, cmds: s.verifyCommands(s.in.BaselineDir), steps: s.cfg.SetupSteps(s.in.BaselineDir)}
+	} else if s.in.Pristine == nil {
+		// A base verified with a kept setup could not be verified again
+		// from scratch once the model edits Dir: keep none.
+		s.noRestore = true
 	}
 	var once sync.Once
 	copied := func() { once.Do(func() { close(p.copied) }) }
@@ -72,8 +76,9 @@ func (s *jobState) ready(ctx context.Context, env *sandboxEnv, steps []repoconfi
 	if s.in.BaselineSHA != "" {
 		baseSHA = s.in.BaselineSHA
 	}
-	if s.p.o.Baseline != nil && baseSHA != "" {
-		if run, found, err := s.p.o.Baseline.Get(baseSHA, s.baselineHash()); err == nil && found {
+	s.baseKey = s.baselineKey(ctx, baseSHA)
+	if s.baseKey != nil {
+		if run, found, err := s.p.o.Baseline.Get(*s.baseKey); err == nil && found {
 			s.out.Base = &run
 		}
 	}
@@ -91,38 +96,124 @@ func (s *jobState) ready(ctx context.Context, env *sandboxEnv, steps []repoconfi
 	}
 	env.sess, env.setup, env.restored = sess, setup, restored
 	if s.out.Base == nil {
-		var run verify.Run
-		baseRestored := restored != ""
-		if base != nil {
-			// The baseline is another commit (a pull request's base): verify
-			// it in a container of its own.
-			run, baseRestored, err = s.verifyElsewhere(ctx, *base)
-		} else {
-			run, err = s.baseline(ctx, sess, setup, env.cmds, snap.source())
-		}
+		run, kept, err := s.verifyBase(ctx, env, base, snap)
 		if err != nil {
 			return env, fmt.Errorf("baseline verification: %w", err)
 		}
-		s.setBase(baseSHA, run, baseRestored)
+		s.setBase(run, kept)
 	}
 	s.artifact("verify-base.json", s.out.Base)
 	return env, nil
 }
 
+// verifyBase verifies the base commit — in env's sandbox, or, when the
+// baseline is another commit (a pull request's base), in a container of
+// its own — and says whether the run it returns had a kept setup. A base
+// verified with a kept setup restored from the repository's cache is
+// trusted only when nothing fails: a spoiled kept setup could make a test
+// fail on the base and on the change alike and so hide the change
+// breaking it. Otherwise the base is verified again with setup from
+// scratch (confirm), from a pristine copy, and that run is the baseline;
+// the change is then verified with setup from scratch too.
+func (s *jobState) verifyBase(ctx context.Context, env *sandboxEnv, base *checkout, snap *earlySnapshot) (verify.Run, bool, error) {
+	if base != nil {
+		run, key, err := s.verifyElsewhere(ctx, *base)
+		if err != nil || key == "" || run.Passed {
+			return run, key != "", err
+		}
+		// BaselineDir is never edited: it is the pristine copy.
+		fresh, sess, _, err := s.confirm(ctx, *base, run, key)
+		if err != nil {
+			return verify.Run{}, false, err
+		}
+		sess.Close(context.Background())
+		return fresh, false, nil
+	}
+	run, err := s.baseline(ctx, env.sess, env.setup, env.cmds, snap.source())
+	if err != nil || env.restored == "" || run.Passed {
+		return run, env.restored != "", err
+	}
+	// The model may be editing Dir by now: the base comes from Pristine.
+	dir, err := os.MkdirTemp("", "selfcode-base-")
+	if err != nil {
+		return verify.Run{}, false, err
+	}
+	defer os.RemoveAll(dir)
+	if err := s.in.Pristine(ctx, dir); err != nil {
+		return verify.Run{}, false, fmt.Errorf("a pristine copy of the base: %w", err)
+	}
+	c := checkout{dir: dir, cmds: s.verifyCommands(dir), steps: s.cfg.SetupSteps(dir)}
+	fresh, sess, setup, err := s.confirm(ctx, c, run, env.restored)
+	if err != nil {
+		return verify.Run{}, false, err
+	}
+	// The fresh sandbox holds the base with its setup run, as env's did:
+	// the change is verified there.
+	env.close()
+	env.sess, env.setup, env.restored, env.cmds = sess, setup, "", c.cmds
+	return fresh, false, nil
+}
+
 // verifyElsewhere verifies checkout c in a container of its own, and says
-// whether its setup was restored from the cache.
-func (s *jobState) verifyElsewhere(ctx context.Context, c checkout) (verify.Run, bool, error) {
+// which kept setup it restored ("": none).
+func (s *jobState) verifyElsewhere(ctx context.Context, c checkout) (verify.Run, string, error) {
 	bs, setup, restored, err := s.start(ctx, c.dir, c.steps, nil)
 	if err != nil {
-		return verify.Run{}, false, fmt.Errorf("baseline sandbox: %w", err)
+		return verify.Run{}, "", fmt.Errorf("baseline sandbox: %w", err)
 	}
 	defer bs.Close(context.Background())
-	var src contextSource
-	if s.smoke.on {
-		src = s.fromDir(c.dir)
+	run, err := s.baseline(ctx, bs, setup, c.cmds, s.smokeSource(c.dir))
+	return run, restored, err
+}
+
+// smokeSource is dir's build context for the smoke stage, when it runs.
+func (s *jobState) smokeSource(dir string) contextSource {
+	if !s.smoke.on {
+		return nil
 	}
-	run, err := s.baseline(ctx, bs, setup, c.cmds, src)
-	return run, restored != "", err
+	return s.fromDir(dir)
+}
+
+// confirm verifies checkout c (pristine) again in a new sandbox whose
+// setup runs from scratch, after its run with the kept setup key showed
+// failures, and returns that run with the sandbox (the caller closes it)
+// and its setup. The kept setup is forgotten when the two runs differ;
+// either way the job sets up from scratch from now on.
+func (s *jobState) confirm(ctx context.Context, c checkout, kept verify.Run, key string) (verify.Run, Session, []verify.CommandResult, error) {
+	s.log.Info("the base fails with a kept setup; verifying it again with setup from scratch", "key", key)
+	s.noRestore = true
+	sess, setup, _, err := s.start(ctx, c.dir, c.steps, nil)
+	if err != nil {
+		return verify.Run{}, nil, nil, fmt.Errorf("baseline sandbox: %w", err)
+	}
+	fresh, err := s.baseline(ctx, sess, setup, c.cmds, s.smokeSource(c.dir))
+	if err != nil {
+		sess.Close(context.Background())
+		return verify.Run{}, nil, nil, err
+	}
+	if differ(fresh, kept) {
+		s.forgetSetup(ctx, sess, key)
+	}
+	return fresh, sess, setup, nil
+}
+
+// differ reports whether two runs of the same commands fail differently:
+// something fails in one that passes in the other.
+func differ(a, b verify.Run) bool {
+	return len(verify.Compare(a, b).Regressions) > 0 || len(verify.Compare(b, a).Regressions) > 0 || a.Passed != b.Passed
+}
+
+// forgetSetup forgets the kept setup key, found spoiled, through sess (any
+// sandbox of the repository), so the next job sets up afresh and keeps a
+// good one; the baseline made with it is not kept either (keepBase).
+func (s *jobState) forgetSetup(ctx context.Context, sess Session, key string) {
+	s.spoiledSetup = true
+	s.log.Warn("the repository's kept setup made tests fail; forgetting it", "key", key)
+	if sc, ok := sess.(SetupCache); ok {
+		if err := sc.ForgetSetup(ctx, key); err != nil {
+			s.log.Warn("forget the kept setup", "err", err)
+		}
+	}
 }
 
 // baseline verifies the base commit: its verify commands, then its smoke
@@ -372,27 +463,48 @@ func setupKey(dir string, steps []repoconfig.SetupStep) (string, error) {
 // once when its setup ran, or at the end of the job when its setup was
 // restored from the repository's cache (keepBase), so that a kept setup
 // found spoiled meanwhile (spoiledSetup) never leaves its baseline behind.
-func (s *jobState) setBase(sha string, base verify.Run, restored bool) {
+func (s *jobState) setBase(base verify.Run, restored bool) {
 	s.out.Base = &base
 	if restored {
-		s.pendingBase = sha
+		s.pendingBase = true
 		return
 	}
-	s.storeBase(sha)
+	s.storeBase()
 }
 
 // keepBase stores a baseline made with a restored setup unless the job
 // found that setup spoiled.
 func (s *jobState) keepBase() {
-	if s.pendingBase != "" && !s.spoiledSetup {
-		s.storeBase(s.pendingBase)
+	if s.pendingBase && !s.spoiledSetup {
+		s.storeBase()
 	}
 }
 
-func (s *jobState) storeBase(sha string) {
-	if s.p.o.Baseline != nil && sha != "" && s.out.Base != nil {
-		if err := s.p.o.Baseline.Put(sha, s.baselineHash(), *s.out.Base); err != nil {
+func (s *jobState) storeBase() {
+	if s.baseKey != nil && s.out.Base != nil {
+		if err := s.p.o.Baseline.Put(*s.baseKey, *s.out.Base); err != nil && !errors.Is(err, verify.ErrIncompleteRun) {
 			s.log.Warn("store baseline", "err", err)
 		}
 	}
+}
+
+// baselineKey keys commit sha's baseline in the baseline cache: the
+// repository's own (never another's), the configuration as it runs here
+// (baselineHash) and the ID of the sandbox image. nil when there is no
+// cache, no commit or repository name, or the image cannot be told apart
+// from another: then the base is verified every time.
+func (s *jobState) baselineKey(ctx context.Context, sha string) *verify.Key {
+	if s.p.o.Baseline == nil || sha == "" || s.in.Repository == "" {
+		return nil
+	}
+	k := verify.Key{Repository: s.in.Repository, SHA: sha, Config: s.baselineHash()}
+	if r, ok := s.p.o.Sandbox.(ImageResolver); ok {
+		id, err := r.ImageID(ctx, s.cfg.Image)
+		if err != nil {
+			s.log.Warn("no baseline cache: the sandbox image is unknown", "err", err)
+			return nil
+		}
+		k.Image = id
+	}
+	return &k
 }

@@ -9,9 +9,11 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/selfcode/selfcode/app/gitops"
 	"github.com/selfcode/selfcode/pipeline"
 	"github.com/selfcode/selfcode/pipeline/chat"
 	"github.com/selfcode/selfcode/pipeline/repoconfig"
@@ -146,6 +148,27 @@ func TestSetupFromTheCache(t *testing.T) {
 	}
 }
 
+// A job that could not verify its base again from a pristine copy (no
+// Pristine, no base checkout) never restores a kept setup: it runs setup.
+func TestNoPristineCopyNoKeptSetup(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	sb := newEventSandbox(false)
+	sb.restoreHit = true
+	cfg, err := repoconfig.Parse([]byte("setup: [\"npm ci\"]\nverify: [{name: test, run: \"npm test\"}]\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	runWithInput(t, ctx, &gatedModel{ctx: ctx, sb: sb, noGate: true}, pipeline.Options{Sandbox: sb},
+		func(in *pipeline.Input) { in.Pristine = nil }, cfg)
+	sb.mu.Lock()
+	defer sb.mu.Unlock()
+	if len(sb.restoredKeys) != 0 || sb.setups != 1 {
+		t.Errorf("restored %q, setups %d: want setup run, nothing restored", sb.restoredKeys, sb.setups)
+	}
+}
+
 // A change to a dependency manifest is verified in a fresh sandbox whose
 // setup ran (or was restored) for the changed manifests: never with the
 // dependencies of the old ones.
@@ -207,18 +230,11 @@ func TestRestoredSetupSuspectedBeforeBlame(t *testing.T) {
 			defer cancel()
 			sb := newEventSandbox(false)
 			sb.restoreHit, sb.spoiled, sb.alwaysFails = true, true, tt.always
-			cfg, err := repoconfig.Parse([]byte("setup: [\"npm ci\"]\nverify: [{name: test, run: \"npm test\"}]\nlimits: {max_fix_attempts: 0}\n"))
-			if err != nil {
-				t.Fatal(err)
-			}
-			baselines, err := verify.NewCache(verify.CacheOptions{Dir: t.TempDir()})
-			if err != nil {
-				t.Fatal(err)
-			}
+			cfg, baselines := setupJob(t)
 			out, dir := runWithBaselines(t, ctx, &gatedModel{ctx: ctx, sb: sb, noGate: true}, sb, false, baselines, cfg)
 			// A baseline made with a spoiled kept setup is not kept.
 			base := strings.TrimSpace(gitOut(t, dir, "rev-parse", "HEAD"))
-			if _, kept, err := baselines.Get(base, cfg.Hash()); err != nil || kept != tt.baseKept {
+			if _, kept, err := baselines.Get(verify.Key{Repository: "o/calc", SHA: base, Config: cfg.Hash()}); err != nil || kept != tt.baseKept {
 				t.Errorf("baseline kept: %v (%v), want %v", kept, err, tt.baseKept)
 			}
 			sb.mu.Lock()
@@ -233,6 +249,146 @@ func TestRestoredSetupSuspectedBeforeBlame(t *testing.T) {
 				t.Errorf("forgotten %q (restored %q), want %d", sb.forgotten, sb.restoredKeys, tt.forgotten)
 			}
 		})
+	}
+}
+
+// A base verified with a kept setup is trusted only when nothing fails on
+// it: otherwise the base is verified again with setup from scratch, from a
+// pristine copy (Pristine for an issue, the untouched base checkout for a
+// pull request), and the change too. A kept setup that made test x fail on
+// the base and on the change alike so cannot hide the change breaking x;
+// it is forgotten, and the baseline made with it is never kept. A base
+// that fails the same way set up from scratch keeps its kept setup.
+func TestFailingBaseWithAKeptSetupIsVerifiedAfresh(t *testing.T) {
+	t.Parallel()
+	for _, tt := range []struct {
+		name                                 string
+		pr                                   bool // the baseline is another checkout (BaselineDir)
+		keptSpoils, changeBreaks, baseBreaks bool
+		verdict                              verify.Verdict
+		forgotten, pristines                 int
+		starts, setups                       int
+		basePassed                           bool // the baseline kept in the cache passes
+	}{
+		{"a spoiled kept setup hides no regression", false, true, true, false, verify.Failed, 1, 1, 2, 1, true},
+		{"a spoiled kept setup hides no regression (pull request)", true, true, true, false, verify.Failed, 1, 0, 4, 2, true},
+		{"the base fails however it is set up", false, false, false, true, verify.Verified, 0, 1, 2, 1, false},
+		{"a passing base with a kept setup is trusted", false, false, true, false, verify.Failed, 0, 0, 2, 1, true},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			sb := newEventSandbox(false)
+			sb.restoreHit, sb.keptSpoils, sb.changeBreaks, sb.baseBreaks = true, tt.keptSpoils, tt.changeBreaks, tt.baseBreaks
+			cfg, baselines := setupJob(t)
+			var pristines atomic.Int32
+			var baseSHA string
+			out, _ := runWithInput(t, ctx, &gatedModel{ctx: ctx, sb: sb, noGate: true}, pipeline.Options{Sandbox: sb, Baseline: baselines},
+				func(in *pipeline.Input) {
+					export := in.Pristine
+					in.Pristine = func(ctx context.Context, dst string) error {
+						pristines.Add(1)
+						return export(ctx, dst)
+					}
+					baseSHA = in.BaseSHA
+					if tt.pr {
+						in.BaselineDir, in.BaselineSHA = gitRepo(t, goRepo)
+						baseSHA = in.BaselineSHA
+					}
+				}, cfg)
+			if out.Verdict != tt.verdict {
+				t.Errorf("verdict %q, want %q (%+v)", out.Verdict, tt.verdict, out.Comparison)
+			}
+			if run, kept, err := baselines.Get(verify.Key{Repository: "o/calc", SHA: baseSHA, Config: cfg.Hash()}); err != nil || !kept || run.Passed != tt.basePassed {
+				t.Errorf("baseline kept %v (%v), passed %v: want the one set up from scratch kept, passed %v", kept, err, run.Passed, tt.basePassed)
+			}
+			sb.mu.Lock()
+			defer sb.mu.Unlock()
+			if len(sb.forgotten) != tt.forgotten || (tt.forgotten > 0 && sb.forgotten[0] != sb.restoredKeys[0]) {
+				t.Errorf("forgotten %q (restored %q), want %d", sb.forgotten, sb.restoredKeys, tt.forgotten)
+			}
+			if int(pristines.Load()) != tt.pristines || sb.starts != tt.starts || sb.setups != tt.setups || sb.closes != sb.starts {
+				t.Errorf("pristine copies %d (want %d), starts %d (want %d), setups %d (want %d), closes %d",
+					pristines.Load(), tt.pristines, sb.starts, tt.starts, sb.setups, tt.setups, sb.closes)
+			}
+		})
+	}
+}
+
+// A check run with a kept setup in which something fails is run again
+// with setup from scratch, as a job's base is: the check says what the
+// fresh run says, the spoiled kept setup is forgotten, and only the fresh
+// run is kept under the check's key.
+func TestCheckDoubtsAFailingKeptSetup(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	sb := newEventSandbox(false)
+	sb.restoreHit, sb.keptSpoils = true, true
+	ps, err := prompts.Load(prompts.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg, baselines := setupJob(t)
+	p, err := pipeline.New(pipeline.Options{Model: &gatedModel{}, Prompts: ps, Sandbox: sb, Baseline: baselines})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir, base := gitRepo(t, goRepo)
+	res, err := p.Check(ctx, pipeline.CheckInput{JobID: "01jcheck", Repository: "o/calc", Dir: dir, Config: cfg, Key: base})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !res.Run.Passed {
+		t.Errorf("the check says what the spoiled kept setup made of it: %+v", res.Run)
+	}
+	if run, kept, err := baselines.Get(verify.Key{Repository: "o/calc", SHA: base, Config: cfg.Hash()}); err != nil || !kept || !run.Passed {
+		t.Errorf("kept %v (%v), passed %v: want the fresh run kept", kept, err, run.Passed)
+	}
+	sb.mu.Lock()
+	defer sb.mu.Unlock()
+	if len(sb.forgotten) != 1 || sb.starts != 2 || sb.setups != 1 || sb.closes != 2 {
+		t.Errorf("forgotten %q, starts %d, setups %d, closes %d: want the kept setup forgotten and a fresh sandbox set up",
+			sb.forgotten, sb.starts, sb.setups, sb.closes)
+	}
+}
+
+// imagedSandbox is an eventSandbox whose default image has the ID id.
+type imagedSandbox struct {
+	*eventSandbox
+	id string
+}
+
+func (s imagedSandbox) ImageID(ctx context.Context, image string) (string, error) { return s.id, nil }
+
+// A base commit's baseline is found again only by the same repository on
+// the same sandbox image: a fork with the same commits, or the image
+// rebuilt, verifies the base afresh.
+func TestBaselineCacheIsPerRepositoryAndImage(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	baselines, err := verify.NewCache(verify.CacheOptions{Dir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, tt := range []struct {
+		repo, image string
+		cached      bool
+	}{
+		{"o/calc", "sha256:one", false},
+		{"o/calc", "sha256:one", true},
+		{"fork/calc", "sha256:one", false},
+		{"o/calc", "sha256:rebuilt", false},
+		{"fork/calc", "sha256:one", true},
+	} {
+		sb := newEventSandbox(false)
+		out, _ := runWithInput(t, ctx, &gatedModel{ctx: ctx, sb: sb, noGate: true},
+			pipeline.Options{Sandbox: imagedSandbox{sb, tt.image}, Baseline: baselines}, func(in *pipeline.Input) { in.Repository = tt.repo })
+		if _, verified := out.Took[stage.PartBaseline]; verified == tt.cached || out.Base == nil {
+			t.Errorf("job %d (%s on %s): base verified %v, want the cached baseline %v", i, tt.repo, tt.image, verified, tt.cached)
+		}
 	}
 }
 
@@ -283,6 +439,21 @@ func TestFixRoundThatChangesNothing(t *testing.T) {
 	}
 }
 
+// setupJob is a configuration with a setup step, one test command and no
+// fix round, and a baseline cache of the test's own.
+func setupJob(t *testing.T) (*repoconfig.Config, *verify.Cache) {
+	t.Helper()
+	cfg, err := repoconfig.Parse([]byte("setup: [\"npm ci\"]\nverify: [{name: test, run: \"npm test\"}]\nlimits: {max_fix_attempts: 0}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	baselines, err := verify.NewCache(verify.CacheOptions{Dir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cfg, baselines
+}
+
 func runWith(t *testing.T, ctx context.Context, model chat.Model, sb pipeline.Sandbox, planOnly bool, cfg ...*repoconfig.Config) (*pipeline.Output, string) {
 	t.Helper()
 	return runWithBaselines(t, ctx, model, sb, planOnly, nil, cfg...)
@@ -296,6 +467,14 @@ func runWithBaselines(t *testing.T, ctx context.Context, model chat.Model, sb pi
 
 // runWithOptions runs a job with o (its model and prompts filled in).
 func runWithOptions(t *testing.T, ctx context.Context, model chat.Model, o pipeline.Options, planOnly bool, cfg ...*repoconfig.Config) (*pipeline.Output, string) {
+	t.Helper()
+	return runWithInput(t, ctx, model, o, func(in *pipeline.Input) { in.PlanOnly = planOnly }, cfg...)
+}
+
+// runWithInput runs a job with o on a new repository of the model's files,
+// its input changed by mod (which may be nil). The base's pristine copy
+// comes from the repository's objects, as a job's does.
+func runWithInput(t *testing.T, ctx context.Context, model chat.Model, o pipeline.Options, mod func(*pipeline.Input), cfg ...*repoconfig.Config) (*pipeline.Output, string) {
 	t.Helper()
 	ps, err := prompts.Load(prompts.Options{})
 	if err != nil {
@@ -312,9 +491,14 @@ func runWithOptions(t *testing.T, ctx context.Context, model chat.Model, o pipel
 	}
 	dir, base := gitRepo(t, files)
 	in := pipeline.Input{JobID: "01jprep", Repository: "o/calc", Issue: 1, IssueTitle: "Add adds",
-		Dir: dir, BaseSHA: base, PlanOnly: planOnly}
+		Dir: dir, BaseSHA: base, Pristine: func(ctx context.Context, dst string) error {
+			return gitops.ExportLocal(ctx, filepath.Join(dir, ".git"), base, dst)
+		}}
 	if len(cfg) > 0 {
 		in.Config = cfg[0]
+	}
+	if mod != nil {
+		mod(&in)
 	}
 	out, err := p.Run(ctx, in)
 	if err != nil && !errors.Is(err, errBadPlan) {
@@ -408,16 +592,22 @@ type eventSandbox struct {
 	// failAfterChange: commands fail once the change is copied in, in any
 	// sandbox.
 	failAfterChange bool
-	mu              sync.Mutex
-	starts, closes  int
-	copiedPristine  bool
-	editBeforeCopy  bool
-	execStarted     chan struct{} // closed at the first command
-	planned         chan struct{} // closed when the planner has answered
-	edited          chan struct{} // closed at the first editor call
-	execOnce        sync.Once
-	plannedOnce     sync.Once
-	editedOnce      sync.Once
+	// Commands print TAP for tests a and x when one of these is set; x
+	// fails in a sandbox whose setup was restored (keptSpoils: a spoiled
+	// kept setup, on the base and the change alike), once the change is in
+	// (changeBreaks: the change really breaks x), or always (baseBreaks).
+	keptSpoils, changeBreaks, baseBreaks bool
+
+	mu             sync.Mutex
+	starts, closes int
+	copiedPristine bool
+	editBeforeCopy bool
+	execStarted    chan struct{} // closed at the first command
+	planned        chan struct{} // closed when the planner has answered
+	edited         chan struct{} // closed at the first editor call
+	execOnce       sync.Once
+	plannedOnce    sync.Once
+	editedOnce     sync.Once
 }
 
 func newEventSandbox(holdCopy bool) *eventSandbox {
@@ -443,7 +633,8 @@ type eventSession struct {
 // CopyTree, when held, ends only after the plan, and waits a moment then
 // for an edit that must not come before it returns.
 func (e *eventSession) CopyTree(ctx context.Context, dir string) error {
-	b, _ := os.ReadFile(filepath.Join(dir, "calc.go")) // absent in some repositories
+	b, _ := os.ReadFile(filepath.Join(dir, "calc.go"))       // absent in some repositories
+	e.changed = len(b) > 0 && string(b) != goRepo["calc.go"] // a sandbox started for the change
 	if !e.s.holdCopy {
 		e.s.mu.Lock()
 		e.s.copiedPristine = string(b) == goRepo["calc.go"]
@@ -511,6 +702,13 @@ func (e *eventSession) Exec(ctx context.Context, c verify.Command) (verify.Outco
 	e.s.once(&e.s.execOnce, e.s.execStarted)
 	e.s.mu.Lock()
 	defer e.s.mu.Unlock()
+	if e.s.keptSpoils || e.s.changeBreaks || e.s.baseBreaks {
+		x, code := "ok", 0
+		if e.restored && e.s.keptSpoils || e.changed && e.s.changeBreaks || e.s.baseBreaks {
+			x, code = "not ok", 1
+		}
+		return verify.Outcome{ExitCode: code, Output: "TAP version 13\nok 1 - a\n" + x + " 2 - x\n1..2\n"}, nil
+	}
 	if e.s.failAfterChange && e.changed || !e.s.failAfterChange && e.s.spoiled && (e.restored && e.changed || e.s.alwaysFails && !e.restored) {
 		return verify.Outcome{ExitCode: 1, Output: "FAIL"}, nil
 	}

@@ -4,6 +4,7 @@ import (
 	"archive/tar"
 	"bytes"
 	"compress/gzip"
+	"context"
 	"crypto/sha1"
 	"crypto/sha512"
 	"encoding/base64"
@@ -15,9 +16,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/selfcode/selfcode/app/sandbox"
 	"github.com/selfcode/selfcode/internal/dockertest"
 	"github.com/selfcode/selfcode/internal/fakeopenai"
 	"github.com/selfcode/selfcode/pipeline"
+	"github.com/selfcode/selfcode/pipeline/testreport"
 	"github.com/selfcode/selfcode/pipeline/verify"
 )
 
@@ -166,5 +169,78 @@ func TestSetupRestoredUntilAManifestChanges(t *testing.T) {
 	}
 	if changed := job("two"); strings.Contains(changed.Output, restored) {
 		t.Fatalf("package.json changed, setup restored anyway: %+v", changed)
+	}
+}
+
+// A kept node_modules spoiled in the repository's cache (the dependency
+// altered) makes "starts with hello" fail on the base and on the change
+// alike; the change really breaks that test. The base, failing with the
+// kept setup, is verified again with setup from scratch, so the change is
+// not verified, the spoiled setup is forgotten, and the baseline kept for
+// later jobs is the one set up from scratch.
+func TestSpoiledKeptSetupHidesNoRegression(t *testing.T) {
+	t.Parallel()
+	m := dockertest.Manager(t)
+	repo := dockertest.FreshRepo(t, m, "spoiled-setup")
+	files, _ := greeter(t, "words-spoiled")
+	greeterJob(t, repo, files("")) // keeps node_modules in the repository's cache
+
+	ctx := context.Background()
+	sh := func(run string) sandbox.Result {
+		t.Helper()
+		c, err := m.Start(ctx, sandbox.Spec{JobID: "spoil-" + dockertest.Suffix(), Cache: repo})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close(ctx)
+		r, err := c.Exec(ctx, sandbox.Cmd{Run: run, Timeout: time.Minute})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r
+	}
+	const spoil = `set -e; n=0; for f in /cache/deps/*/tree/node_modules/words-spoiled/index.js; do
+		echo 'exports.greeting = () => "HELLO";' > "$f"; n=$((n+1)); done; test $n = 1`
+	if r := sh(spoil); r.ExitCode != 0 {
+		t.Fatalf("spoil the kept node_modules: exit %d\n%s", r.ExitCode, r.Output)
+	}
+
+	// Another base commit with the same manifests: the kept setup applies,
+	// and no baseline of it is cached yet.
+	second := files("")
+	second["README.md"] = "A greeter.\n"
+	kept, err := verify.NewCache(verify.CacheOptions{Dir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := newHarnessWith(t, func(o *pipeline.Options, _ *sandbox.Manager) { o.Baseline = kept }, second, "limits: {max_fix_attempts: 0}\n",
+		planner(calcPlan),
+		editor(call("str_replace", map[string]any{"path": "greet.js", "old_str": `greeting() + ", "`, "new_str": `"hi, "`})),
+		editor(call("finish", map[string]any{"summary": "greet says hi"})))
+	out, err := h.run(func(in *pipeline.Input) { in.Repository = repo })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out.Verdict != verify.Failed || out.Comparison == nil || !anyContains(out.Comparison.Regressions, "starts with hello") {
+		t.Fatalf("verdict %q, comparison %+v: the change breaks \"starts with hello\"", out.Verdict, out.Comparison)
+	}
+	base, found, err := kept.Get(h.baselineKey(repo))
+	if err != nil || !found {
+		t.Fatalf("no baseline kept (%v): the one set up from scratch should be", err)
+	}
+	passed := false
+	for _, c := range base.Commands {
+		if c.Tests == nil {
+			continue
+		}
+		for id, st := range c.Tests.Tests {
+			passed = passed || strings.HasSuffix(id.Name, "starts with hello") && st == testreport.Pass
+		}
+	}
+	if !passed {
+		t.Errorf("the baseline kept fails \"starts with hello\": it is the spoiled one (%+v)", base.Commands)
+	}
+	if r := sh(`! grep -rqs HELLO /cache/deps`); r.ExitCode != 0 {
+		t.Errorf("the spoiled setup is still kept: %s", r.Output)
 	}
 }

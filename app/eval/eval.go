@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"path/filepath"
 	"strings"
 	"sync"
 	"time"
@@ -94,8 +93,9 @@ type Options struct {
 	Limit   int  // commits to evaluate; 0: DefaultLimit
 	Fresh   bool // run tasks an earlier run finished again
 	Workers int  // tasks at once; default 1
-	// Repository names the repository's warm sandbox caches; default the
-	// checkout's folder name, as `selfcode run` does.
+	// Repository names the repository's warm sandbox caches and
+	// baselines; default the checkout's own (localrun.CacheName), as
+	// `selfcode run` uses.
 	Repository string
 	// Model is the model client; Models the model name of each role (for
 	// the record, the results' key and prices).
@@ -167,7 +167,7 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 		return nil, err
 	}
 	if o.Repository == "" {
-		o.Repository = filepath.Base(top)
+		o.Repository = localrun.CacheName(top)
 	}
 	e := &evaluator{o: o, top: top, checker: checker, store: store{dir: o.StoreDir}, total: len(cands)}
 	rep := &Report{Repository: top, Head: head, Models: map[string]string{}, LinkedIssues: "read through the repository's GitHub remote"}

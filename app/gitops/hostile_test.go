@@ -12,13 +12,16 @@ import (
 	"github.com/selfcode/selfcode/internal/tripwire"
 )
 
-// everyOperation runs what a job does with git on ws: change, stage,
-// diff, commit, push, reset.
+// everyOperation runs what a job does with git on ws: change, export the
+// base, stage, diff, commit, push, reset.
 func everyOperation(t *testing.T, h *harness, ws *Workspace) {
 	t.Helper()
 	ctx := t.Context()
 	writeFile(t, filepath.Join(ws.Dir, "changed.txt"), "a change\n")
 	writeFile(t, filepath.Join(ws.Dir, "main.go"), "package main\n\nfunc main() { println(1) }\n")
+	if err := h.g.Export(ctx, ws, t.TempDir()); err != nil {
+		t.Fatal(err)
+	}
 	if _, err := h.g.Diff(ctx, ws, ws.BaseSHA); err != nil {
 		t.Fatal(err)
 	}

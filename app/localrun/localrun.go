@@ -2,6 +2,8 @@ package localrun
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -89,7 +91,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		return nil, err
 	}
 	title := firstLine(o.Task)
-	out, runErr := o.Pipeline.Run(ctx, Input(Job{ID: id, Repository: filepath.Base(top), Task: o.Task, Dir: src, BaseSHA: baseSHA,
+	out, runErr := o.Pipeline.Run(ctx, Input(Job{ID: id, Repository: CacheName(top), Task: o.Task, Dir: src, BaseSHA: baseSHA,
 		Config: cfg, Logger: o.Logger}))
 	if out == nil {
 		return nil, runErr
@@ -131,6 +133,29 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	return res, runErr
 }
 
+// CacheName names the caches (sandbox caches and baselines) of the local
+// checkout at top: local/<folder>-<hash of its absolute path>, so that two
+// checkouts in folders of the same name never share one and a checkout
+// always finds its own. It is an OWNER/NAME, as `selfcode cache list`
+// shows it and `selfcode cache clear --repo` takes it.
+func CacheName(top string) string {
+	abs, err := filepath.Abs(top)
+	if err != nil {
+		abs = filepath.Clean(top)
+	}
+	sum := sha256.Sum256([]byte(abs))
+	name := strings.Map(func(r rune) rune {
+		if r == '.' || r == '_' || r == '-' || r >= '0' && r <= '9' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' {
+			return r
+		}
+		return '-'
+	}, filepath.Base(abs))
+	if len(name) > 40 {
+		name = name[:40]
+	}
+	return "local/" + name + "-" + hex.EncodeToString(sum[:4])
+}
+
 // ReadConfig reads the checkout's .selfcode.yml (its defaults when there is
 // none), as a local run does.
 func ReadConfig(dir string) (*repoconfig.Config, error) {
@@ -148,7 +173,8 @@ func ReadConfig(dir string) (*repoconfig.Config, error) {
 	return cfg, nil
 }
 
-// Job is one local pipeline run: a task on a checkout at its base commit.
+// Job is one local pipeline run: a task on a scratch clone (Dir, with its
+// .git) at its base commit.
 type Job struct {
 	ID         string
 	Repository string // names the repository's warm sandbox caches
@@ -167,7 +193,11 @@ func Input(j Job) pipeline.Input {
 		log = slog.Default()
 	}
 	return pipeline.Input{JobID: j.ID, Repository: j.Repository, IssueTitle: firstLine(j.Task), IssueBody: j.Task,
-		Instructions: j.Task, Dir: j.Dir, BaseSHA: j.BaseSHA, Config: j.Config, Progress: logProgress{log}}
+		Instructions: j.Task, Dir: j.Dir, BaseSHA: j.BaseSHA, Config: j.Config, Progress: logProgress{log},
+		// Dir is a scratch clone: its own objects hold the base as it was.
+		Pristine: func(ctx context.Context, dst string) error {
+			return gitops.ExportLocal(ctx, filepath.Join(j.Dir, ".git"), j.BaseSHA, dst)
+		}}
 }
 
 func changedFiles(ctx context.Context, dir, base string) []templates.FileChange {

@@ -10,17 +10,37 @@ import (
 	"testing"
 	"time"
 
+	"github.com/selfcode/selfcode/app/sandbox"
 	"github.com/selfcode/selfcode/internal/tripwire"
 	"github.com/selfcode/selfcode/pipeline"
 	"github.com/selfcode/selfcode/pipeline/verify"
 	"github.com/selfcode/selfcode/templates"
 )
 
-// editor is a pipeline that changes one file and says it is verified.
-type editor struct{}
+// editor is a pipeline that changes one file and says it is verified;
+// after the change it exports the base (Input.Pristine), as a job whose
+// base fails with a kept setup does, and records what it was given.
+type editor struct {
+	repository string // Input.Repository
+	pristine   string // data.txt in the export of the base
+}
 
-func (editor) Run(_ context.Context, in pipeline.Input) (*pipeline.Output, error) {
+func (e *editor) Run(ctx context.Context, in pipeline.Input) (*pipeline.Output, error) {
+	e.repository = in.Repository
 	if err := os.WriteFile(filepath.Join(in.Dir, "data.txt"), []byte("changed\n"), 0o644); err != nil {
+		return nil, err
+	}
+	dst, err := os.MkdirTemp("", "localrun-pristine-")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(dst)
+	if err := in.Pristine(ctx, dst); err != nil {
+		return nil, err
+	}
+	b, err := os.ReadFile(filepath.Join(dst, "data.txt"))
+	e.pristine = string(b)
+	if err != nil {
 		return nil, err
 	}
 	return &pipeline.Output{Summary: "changed data.txt", Changed: []string{"data.txt"}, Verified: true, Verdict: verify.Verified}, nil
@@ -67,7 +87,8 @@ func TestRunOnAHostileCheckoutRunsNothingOfIt(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	res, err := Run(context.Background(), Options{RepoDir: repo, Task: "change the data", Pipeline: editor{}, Templates: tm,
+	ed := &editor{}
+	res, err := Run(context.Background(), Options{RepoDir: repo, Task: "change the data", Pipeline: ed, Templates: tm,
 		Logger: slog.New(slog.DiscardHandler), Now: func() time.Time { return time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC) }})
 	if err != nil {
 		t.Fatal(err)
@@ -75,5 +96,29 @@ func TestRunOnAHostileCheckoutRunsNothingOfIt(t *testing.T) {
 	w.Untouched(t, "the checkout's own git configuration")
 	if res.Branch == "" || hgit(t, repo, "show", res.Branch+":data.txt") != "changed" {
 		t.Fatalf("branch %q does not hold the change", res.Branch)
+	}
+	if ed.pristine != "base\n" {
+		t.Errorf("the base exported after the edit holds %q", ed.pristine)
+	}
+	if ed.repository != CacheName(hgit(t, repo, "rev-parse", "--show-toplevel")) {
+		t.Errorf("the run's caches are named %q, not the checkout's own", ed.repository)
+	}
+}
+
+// A local checkout's caches are its own: named after its folder and its
+// path, the same every run, another for a checkout in a folder of the same
+// name elsewhere, and a name `selfcode cache clear --repo` takes.
+func TestCacheNameIsTheCheckoutsOwn(t *testing.T) {
+	t.Parallel()
+	root := t.TempDir()
+	a, b := filepath.Join(root, "one", "my repo"), filepath.Join(root, "two", "my repo")
+	if CacheName(a) != CacheName(a+"/") || CacheName(a) == CacheName(b) {
+		t.Errorf("names %q, %q, %q: want one per checkout, stable", CacheName(a), CacheName(a+"/"), CacheName(b))
+	}
+	for _, top := range []string{a, filepath.Join(root, strings.Repeat("x", 80)), filepath.Join(root, "dé/jà vu")} {
+		name := CacheName(top)
+		if err := sandbox.CheckRepository(name); err != nil || !strings.HasPrefix(name, "local/") || len(name) > 64 {
+			t.Errorf("CacheName(%q) = %q: %v", top, name, err)
+		}
 	}
 }

@@ -216,6 +216,9 @@ func (x *run) checkOut(ctx context.Context, w *workspace, start string) error {
 	w.ws = ws
 	w.cleanup = append(w.cleanup, func() { x.removeWorkspace(ws) })
 	w.in.Dir, w.in.BaseSHA = ws.Dir, ws.BaseSHA
+	// The base as it was, from the workspace's objects, whatever the model
+	// has edited since: a base failing with a kept setup is verified again.
+	w.in.Pristine = func(ctx context.Context, dst string) error { return w.git.Export(ctx, ws, dst) }
 	return nil
 }
 

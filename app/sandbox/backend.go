@@ -38,6 +38,12 @@ func (s Backend) Start(ctx context.Context, spec pipeline.SandboxSpec) (pipeline
 	return &session{c: c}, nil
 }
 
+// ImageID tells the image a spec's Image names apart from any other
+// (pipeline.ImageResolver): the baseline cache keys by it.
+func (s Backend) ImageID(ctx context.Context, image string) (string, error) {
+	return s.Manager.ImageID(ctx, image)
+}
+
 type session struct {
 	c     *Container
 	marks atomic.Int64

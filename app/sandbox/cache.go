@@ -174,21 +174,22 @@ func (m *Manager) editIndex(fn func(map[string]cacheEntry)) {
 }
 
 // measureCache records the cache's size from inside the container that
-// used it (`du`), before the container goes.
-func (c *Container) measureCache(ctx context.Context) {
+// used it (`du`), before the container goes, and reports whether it did
+// (the cache may have grown past the cap: Close then evicts).
+func (c *Container) measureCache(ctx context.Context) bool {
 	if c.cache == nil || c.usable() != nil {
-		return
+		return false
 	}
 	r, err := c.Exec(ctx, Cmd{Run: "du -sk " + c.cache.dir + " 2>/dev/null | cut -f1", Timeout: 30 * time.Second})
 	if err != nil || r.ExitCode != 0 {
-		return
+		return false
 	}
 	kib, err := strconv.ParseInt(strings.TrimSpace(r.Stdout), 10, 64)
 	if err != nil {
-		return
+		return false
 	}
 	c.m.updateIndex(c.cache.volume, func(e *cacheEntry) { e.Size = kib << 10 })
-	c.m.evictSoon() // the cache may have grown past the cap
+	return true
 }
 
 // loadIndexLocked returns the index: read from its file each time (the
@@ -362,8 +363,8 @@ func (m *Manager) forget(volume string) {
 	m.editIndex(func(idx map[string]cacheEntry) { delete(idx, volume) })
 }
 
-// evictSoon evicts in the background after a job started with a cache;
-// one eviction at a time, Close waits for it.
+// evictSoon evicts in the background after a container that used a cache
+// closed; one eviction at a time, Manager.Close waits for it.
 func (m *Manager) evictSoon() {
 	if !m.evicting.CompareAndSwap(false, true) {
 		return

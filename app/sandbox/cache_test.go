@@ -160,21 +160,30 @@ func TestWarmCacheKeepsResults(t *testing.T) {
 	}
 }
 
+// goModule starts a container of a new repository (its cache fresh from
+// the image) with testdata/gomod copied in; it is closed when the test
+// ends. It skips without Docker (fails under CI).
+func goModule(t *testing.T, name string) *Container {
+	t.Helper()
+	dockerClient(t)
+	m := cacheManager(t, 10<<30, "")
+	repo := testRepo(t, m, name)
+	c, err := m.Start(context.Background(), Spec{JobID: name + "-" + randomHex(3), Cache: repo})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close(context.Background()) })
+	if err := c.CopyTree(context.Background(), "testdata/gomod"); err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
 // A cache spoiled between jobs (files cut short) or emptied while a job
 // runs costs time, not correctness: the job rebuilds what it needs.
 func TestSpoiledCacheStillWorks(t *testing.T) {
 	t.Parallel()
-	dockerClient(t) // skips without Docker (fails under CI)
-	m := cacheManager(t, 10<<30, "")
-	repo := testRepo(t, m, "spoiled")
-	c, err := m.Start(context.Background(), Spec{JobID: "spoil-" + randomHex(3), Cache: repo})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close(context.Background())
-	if err := c.CopyTree(context.Background(), "testdata/gomod"); err != nil {
-		t.Fatal(err)
-	}
+	c := goModule(t, "spoiled")
 	// The outputs this job's build wrote (newer than the mark) are cut
 	// short, then the whole cache goes; only the job's own package is
 	// rebuilt after the first, everything it needs after the second — a
@@ -187,6 +196,35 @@ func TestSpoiledCacheStillWorks(t *testing.T) {
 		if r := mustExec(t, c, Cmd{Run: step, Timeout: 5 * time.Minute}); r.ExitCode != 0 {
 			t.Fatalf("%s: exit %d\n%s", step, r.ExitCode, r.Output)
 		}
+	}
+}
+
+// A repository's first job starts from the image's pre-warmed /cache
+// (deploy/sandbox/warm.sh): building, vetting and testing a module that
+// imports the common standard library packages compiles only the module's
+// own package and the test main, never a standard library package.
+func TestFirstJobUsesThePrewarmedStandardLibrary(t *testing.T) {
+	t.Parallel()
+	c := goModule(t, "prewarmed")
+	std := "bufio bytes context encoding/json errors fmt io os os/exec path/filepath sort strconv strings sync testing time"
+	r := mustExec(t, c, Cmd{Run: `set -e
+test "$(go env GOCACHE)" = /cache/go-build
+echo stale: $(go list -f '{{if .Stale}}{{.ImportPath}}{{end}}' ` + std + `)
+{ go build -x ./... && go vet -x ./... && go test -x -count=1 ./...; } 2>&1 | grep '/compile ' | grep -o -- ' -p [^ ]*' | sort -u | sed 's/^ -p /compiled: /'
+`, Timeout: 5 * time.Minute})
+	if r.ExitCode != 0 {
+		t.Fatalf("exit %d\n%s", r.ExitCode, r.Output)
+	}
+	var compiled []string
+	for _, line := range strings.Split(strings.TrimSpace(r.Stdout), "\n") {
+		if pkg, ok := strings.CutPrefix(line, "compiled: "); ok {
+			compiled = append(compiled, pkg)
+		} else if stale, ok := strings.CutPrefix(line, "stale:"); ok && strings.TrimSpace(stale) != "" {
+			t.Errorf("standard library packages not in the fresh cache: %s", stale)
+		}
+	}
+	if !slices.Equal(compiled, []string{"example.com/sandboxprobe", "main"}) {
+		t.Errorf("compiled %q: want the module's package and the test main only\n%s", compiled, r.Output)
 	}
 }
 
@@ -238,21 +276,17 @@ func commitImage(t *testing.T, api *client.Client, labels map[string]string) str
 	return ref
 }
 
-// Past the size cap, the least recently used caches not in use go first.
-// Not parallel: it evicts, and the other cache tests expect theirs to stay.
-func TestCacheEviction(t *testing.T) {
-	dockerClient(t) // skips without Docker (fails under CI)
-	index := filepath.Join(t.TempDir(), "caches.json")
-	m := cacheManager(t, 10<<30, index)
-	old, recent := testRepo(t, m, "old"), testRepo(t, m, "recent")
+// twoCaches makes the caches of two new repositories, old then recent,
+// each used by one job, with a manager whose index is the file index; it
+// returns their measured total size.
+func twoCaches(t *testing.T) (m *Manager, index, old, recent string, total int64) {
+	t.Helper()
+	index = filepath.Join(t.TempDir(), "caches.json")
+	m = cacheManager(t, 10<<30, index)
+	old, recent = testRepo(t, m, "old"), testRepo(t, m, "recent")
 	sh(t, m, old, "", "true")
 	sh(t, m, recent, "", "true")
-	caches, err := m.Caches(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
-	var total int64
-	for _, c := range caches {
+	for _, c := range mustCaches(t, m) {
 		if c.Repository == old || c.Repository == recent {
 			if c.Size <= 0 {
 				t.Fatalf("%s: no size measured when its job ended: %+v", c.Repository, c)
@@ -260,6 +294,14 @@ func TestCacheEviction(t *testing.T) {
 			total += c.Size
 		}
 	}
+	return m, index, old, recent, total
+}
+
+// Past the size cap, the least recently used caches not in use go first.
+// Not parallel: it evicts, and the other cache tests expect theirs to stay.
+func TestCacheEviction(t *testing.T) {
+	dockerClient(t) // skips without Docker (fails under CI)
+	_, index, old, recent, total := twoCaches(t)
 	// A cap just under the two caches (others, of other tests, have no
 	// size in this index): removing the older one is enough.
 	capped := cacheManager(t, total-1, index)
@@ -281,6 +323,29 @@ func TestCacheEviction(t *testing.T) {
 	n, inUse, err := capped.ClearCaches(context.Background(), recent)
 	if err != nil || n != 1 || inUse != 0 || slices.ContainsFunc(mustCaches(t, capped), func(c CacheInfo) bool { return c.Repository == recent }) {
 		t.Fatalf("clear %s: removed %d, in use %d, err %v", recent, n, inUse, err)
+	}
+}
+
+// Eviction runs by itself: once a job's container closes and the caches
+// (as measured inside their jobs) are past the cap, the least recently used
+// go, without anyone calling EvictCaches. Not parallel: it evicts.
+func TestCacheEvictedWhenAJobCloses(t *testing.T) {
+	dockerClient(t) // skips without Docker (fails under CI)
+	m, index, old, recent, total := twoCaches(t)
+	// A manager capped just under the two (other tests' caches have no
+	// size in this index) runs a job of the recent repository; Close waits
+	// for the eviction that job's end started.
+	capped := cacheManager(t, total-1, index)
+	sh(t, capped, recent, "", "true")
+	if err := capped.Close(); err != nil {
+		t.Fatal(err)
+	}
+	repos := map[string]bool{}
+	for _, c := range mustCaches(t, m) {
+		repos[c.Repository] = true
+	}
+	if repos[old] || !repos[recent] {
+		t.Fatalf("caches left %v: want %s evicted when the job closed and %s kept", repos, old, recent)
 	}
 }
 

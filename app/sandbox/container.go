@@ -290,8 +290,14 @@ func (c *Container) goneError(what string, err error) error {
 // Close kills and removes the container and its work volume. It is
 // idempotent and works even when ctx is already canceled.
 func (c *Container) Close(ctx context.Context) error {
-	c.measureCache(ctx)
-	return c.destroy(ctx, fmt.Errorf("%w: closed", ErrContainerGone))
+	measured := c.measureCache(ctx)
+	err := c.destroy(ctx, fmt.Errorf("%w: closed", ErrContainerGone))
+	if measured {
+		// Once the container is gone, its cache is no longer in use: past
+		// the cap, it may go too.
+		c.m.evictSoon()
+	}
+	return err
 }
 
 // destroy kills the container, removes it with its volume, waits until the

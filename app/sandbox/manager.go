@@ -142,6 +142,19 @@ func (m *Manager) Close() error {
 	return m.api.Close()
 }
 
+// ImageID is the ID of the image a Spec's Image names ("": Options.Image),
+// which changes whenever the image is rebuilt.
+func (m *Manager) ImageID(ctx context.Context, image string) (string, error) {
+	if image == "" {
+		image = m.opts.Image
+	}
+	img, err := m.api.ImageInspect(ctx, image)
+	if err != nil {
+		return "", fmt.Errorf("inspect image %s: %w", image, err)
+	}
+	return img.ID, nil
+}
+
 // Ping reports whether the Docker engine answers; use it for readiness.
 func (m *Manager) Ping(ctx context.Context) error {
 	if _, err := m.api.Ping(ctx); err != nil {

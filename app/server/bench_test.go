@@ -12,23 +12,27 @@ import (
 	"github.com/selfcode/selfcode/internal/dockertest"
 	"github.com/selfcode/selfcode/internal/e2e"
 	"github.com/selfcode/selfcode/internal/fakeopenai"
+	"github.com/selfcode/selfcode/internal/samplerepo"
 	"github.com/selfcode/selfcode/pipeline/stage"
 	"github.com/selfcode/selfcode/pipeline/verify"
 )
 
-// sampleFix is the model's part of the sample one-line job: a plan, one
-// edit and finish.
+// sampleFix is the model's part of the sample one-line job on the sample
+// repository with tests (internal/samplerepo): a plan, the one-line fix of
+// Greet's punctuation and finish.
 func sampleFix() []fakeopenai.Step {
 	return []fakeopenai.Step{
-		{Role: "planner", Content: `{"summary":"Greet louder","steps":[{"id":"1","title":"Add an exclamation mark","files":[{"path":"greet.go","action":"modify","purpose":"louder"}],"acceptance":["go test passes"]}],"risks":[],"questions":[]}`},
-		{Role: "editor", ToolCalls: []fakeopenai.ToolCall{{Name: "str_replace", Arguments: jsonArg(map[string]string{"path": "greet.go", "old_str": `return "Hello"`, "new_str": `return "Hello!"`})}}},
+		{Role: "planner", Content: `{"summary":"Greet louder","steps":[{"id":"1","title":"End the greeting with an exclamation mark","files":[{"path":"greet.go","action":"modify","purpose":"louder"}],"acceptance":["go test passes"]}],"risks":[],"questions":[]}`},
+		{Role: "editor", ToolCalls: []fakeopenai.ToolCall{{Name: "str_replace", Arguments: jsonArg(map[string]string{"path": "greet.go", "old_str": samplerepo.BuggyLine, "new_str": samplerepo.FixedLine})}}},
 		{Role: "editor", ToolCalls: []fakeopenai.ToolCall{{Name: "finish", Arguments: jsonArg(map[string]string{"summary": "louder"})}}},
 	}
 }
 
-// sampleServer is selfcode between the simulated GitHub and an instant
-// scripted model, with the real pipeline (baseline cache in a temporary
-// folder) and the real sandbox, for jobs sample one-line jobs.
+// sampleServer is selfcode between the simulated GitHub, holding the
+// sample repository with its tests (so verification compiles, links and
+// runs go test, as a real job does), and an instant scripted model, with
+// the real pipeline (baseline cache in a temporary folder) and the real
+// sandbox, for jobs sample one-line jobs.
 func sampleServer(b *testing.B, sb *sandbox.Manager, jobs int) *e2e.Harness {
 	b.Helper()
 	var script []fakeopenai.Step
@@ -40,7 +44,8 @@ func sampleServer(b *testing.B, sb *sandbox.Manager, jobs int) *e2e.Harness {
 		b.Fatal(err)
 	}
 	_, p := modelPipeline(b, sb, baselines, script)
-	return e2e.Start(b, e2e.Options{Pipeline: p})
+	return e2e.Start(b, e2e.Options{Pipeline: p,
+		GitHubOptions: e2e.GitHubOptions{Repos: map[string]map[string]string{e2e.Repo: samplerepo.Files()}}})
 }
 
 // sampleJob opens an issue, comments /selfcode on it and waits for the
@@ -57,7 +62,7 @@ func sampleJob(b *testing.B, h *e2e.Harness) (time.Duration, *job.Job) {
 	}
 	j := h.Wait(id)
 	took := time.Since(start)
-	if j.Outcome != job.OutcomePROpened {
+	if j.Outcome != job.OutcomePROpened { // a failed or unverified change ends otherwise
 		b.Fatalf("job %s: %s %s %q\n%s", id, j.State, j.Outcome, j.Error, h.Logs())
 	}
 	return took, j

@@ -60,12 +60,18 @@ func TestEndToEndPullRequestAndRerun(t *testing.T) {
 	if pc := e.ProgressComments(repoName, issue); len(pc) != 1 {
 		t.Fatalf("%d progress comments", len(pc))
 	}
-	// Where the time went, per stage, on /metrics (recorded just after the
-	// job is stored as finished).
-	e.Eventually("stage durations on /metrics", func() bool {
+	// Where the time went, per stage and per part inside the stages, on
+	// /metrics (recorded just after the job is stored as finished).
+	e.Eventually("stage and part durations on /metrics", func() bool {
 		code, body := e.Admin(http.MethodGet, "/metrics", "")
-		return code == http.StatusOK && strings.Contains(string(body), `selfcode_stage_duration_seconds_count{stage="publish"} 1`) &&
-			strings.Contains(string(body), `selfcode_stage_duration_seconds_count{stage="fix"} 1`)
+		for _, want := range []string{`selfcode_stage_duration_seconds_count{stage="publish"} 1`, `selfcode_stage_duration_seconds_count{stage="fix"} 1`,
+			`selfcode_stage_duration_seconds_sum{stage="sandbox_start"} 1.5`, `selfcode_stage_duration_seconds_count{stage="setup"} 1`,
+			`selfcode_stage_duration_seconds_sum{stage="baseline"} 3`, `selfcode_stage_duration_seconds_sum{stage="model"} 2`} {
+			if code != http.StatusOK || !strings.Contains(string(body), want) {
+				return false
+			}
+		}
+		return true
 	})
 	trigger := j.Trigger.CommentID
 	reactions := map[string]bool{}

@@ -4,21 +4,24 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/selfcode/selfcode/app/localrun"
 	"github.com/selfcode/selfcode/app/sandbox"
 	"github.com/selfcode/selfcode/internal/dockertest"
 )
 
 // `selfcode cache list` shows a repository's cache and `cache clear
-// --repo` removes it, leaving other repositories' caches alone.
+// --repo` removes it, leaving other repositories' caches alone — a local
+// checkout's (`selfcode run`, `selfcode eval`) by the name it shows.
 func TestCacheCommands(t *testing.T) {
 	t.Parallel()
 	dockertest.Manager(t) // skips (or fails under CI) without Docker and the image
 	b := make([]byte, 4)
 	rand.Read(b)
-	mine, other := "cli-"+hex.EncodeToString(b)+"/mine", "cli-"+hex.EncodeToString(b)+"/other"
+	mine, other := localrun.CacheName(filepath.Join(t.TempDir(), "my repo")), "cli-"+hex.EncodeToString(b)+"/other"
 	env := append(dockerEnv(), "SELFCODE_DATA_DIR="+t.TempDir())
 	t.Cleanup(func() {
 		runCLI(t, env, "cache", "clear", "--repo", mine)

@@ -17,7 +17,7 @@ import (
 // Scripted is the scripted pipeline (runner.Pipeline): on a checkout of the
 // sample repository it makes a one-line change to greet.go (the greeting
 // gets the call's number, so every run changes something) and reports the
-// verdict it is told. It records the last input and how many runs of each
+// verdict it is told, with a fixed breakdown of its time. It records the last input and how many runs of each
 // repository overlap.
 type Scripted struct {
 	mu      sync.Mutex
@@ -129,5 +129,9 @@ func (s *Scripted) Run(ctx context.Context, in pipeline.Input) (*pipeline.Output
 	}
 	out.Verdict, out.Verified, out.Verify, out.Comparison = verdict, passed, []pipeline.VerifyResult{{Run: run}}, cmp
 	out.Changed, out.Scope = []string{"greet.go"}, &pipeline.Scope{BlastRadius: []string{"example.com/hello/cmd"}}
+	// Where a real job's time goes inside its stages, as the pipeline
+	// reports it (fixed: nothing ran).
+	out.Took = map[stage.Part]time.Duration{stage.PartSandboxStart: 1500 * time.Millisecond, stage.PartSetup: 0,
+		stage.PartBaseline: 3 * time.Second, stage.PartModel: 2 * time.Second}
 	return out, nil
 }

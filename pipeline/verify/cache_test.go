@@ -16,6 +16,9 @@ const (
 	hash = "5f2b7c0e9d"
 )
 
+// key is the key of sha1's baseline in octo/widgets.
+var key = Key{Repository: "octo/widgets", SHA: sha1, Config: hash, Image: "sha256:aaaa"}
+
 func newTestCache(t *testing.T) (*Cache, string) {
 	t.Helper()
 	dir := filepath.Join(t.TempDir(), "baseline")
@@ -32,13 +35,13 @@ func TestCacheRoundTrip(t *testing.T) {
 		step{name: "build", run: "go build ./...", file: "broken-build.txt", exit: 1},
 		step{name: "test", run: "go test ./...", file: "mix.jsonl", exit: 1},
 	)
-	if err := c.Put(sha1, hash, run); err != nil {
+	if err := c.Put(key, run); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := os.Stat(filepath.Join(dir, sha1+"-"+hash+".json")); err != nil {
-		t.Errorf("entry file: %v", err)
+	if names, _ := filepath.Glob(filepath.Join(dir, sha1+"-*.json")); len(names) != 1 {
+		t.Errorf("entry files %v, want one named by the commit", names)
 	}
-	got, ok, err := c.Get(sha1, hash)
+	got, ok, err := c.Get(key)
 	if err != nil || !ok {
 		t.Fatalf("Get = %v, %v", ok, err)
 	}
@@ -55,30 +58,48 @@ func TestCacheRoundTrip(t *testing.T) {
 	}
 }
 
+// A baseline is found only by its whole key: another repository (a fork
+// with the same commits), configuration, image or commit misses it.
 func TestCacheMiss(t *testing.T) {
-	c, dir := newTestCache(t)
-	if err := c.Put(sha1, hash, Run{Passed: true, Commands: []CommandResult{{Name: "build", Passed: true}}}); err != nil {
+	c, _ := newTestCache(t)
+	if err := c.Put(key, Run{Passed: true, Commands: []CommandResult{{Name: "build", Passed: true}}}); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(filepath.Join(dir, sha2+"-corrupt.json"), []byte("{not json"), 0o600); err != nil {
+	corrupt := key
+	corrupt.SHA = sha2
+	p, err := c.path(corrupt)
+	if err != nil {
 		t.Fatal(err)
+	}
+	if err := os.WriteFile(p, []byte("{not json"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	with := func(f func(*Key)) Key {
+		k := key
+		f(&k)
+		return k
 	}
 	tests := []struct {
-		name, sha, hash string
-		wantErr         error
-		anyErr          bool
+		name    string
+		key     Key
+		wantErr error
+		anyErr  bool
 	}{
-		{name: "other hash", sha: sha1, hash: "other"},
-		{name: "other sha", sha: sha2, hash: hash},
-		{name: "short sha prefix is another key", sha: sha1[:12], hash: hash},
-		{name: "corrupt entry", sha: sha2, hash: "corrupt", anyErr: true},
-		{name: "path in sha", sha: "../" + sha1, hash: hash, wantErr: ErrCacheKey},
-		{name: "path in hash", sha: sha1, hash: "a/../b", wantErr: ErrCacheKey},
-		{name: "empty hash", sha: sha1, hash: "", wantErr: ErrCacheKey},
+		{name: "other hash", key: with(func(k *Key) { k.Config = "other" })},
+		{name: "other sha", key: with(func(k *Key) { k.SHA = sha2[:20] })},
+		{name: "other repository (a fork)", key: with(func(k *Key) { k.Repository = "fork/widgets" })},
+		{name: "other image", key: with(func(k *Key) { k.Image = "sha256:bbbb" })},
+		{name: "image unknown", key: with(func(k *Key) { k.Image = "" })},
+		{name: "short sha prefix is another key", key: with(func(k *Key) { k.SHA = sha1[:12] })},
+		{name: "corrupt entry", key: corrupt, anyErr: true},
+		{name: "path in sha", key: with(func(k *Key) { k.SHA = "../" + sha1 }), wantErr: ErrCacheKey},
+		{name: "path in hash", key: with(func(k *Key) { k.Config = "a/../b" }), wantErr: ErrCacheKey},
+		{name: "empty hash", key: with(func(k *Key) { k.Config = "" }), wantErr: ErrCacheKey},
+		{name: "no repository", key: with(func(k *Key) { k.Repository = "" }), wantErr: ErrCacheKey},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			_, ok, err := c.Get(tc.sha, tc.hash)
+			_, ok, err := c.Get(tc.key)
 			if ok {
 				t.Error("hit, want a miss")
 			}
@@ -90,19 +111,22 @@ func TestCacheMiss(t *testing.T) {
 			}
 		})
 	}
-	if err := c.Put("zz", hash, Run{}); !errors.Is(err, ErrCacheKey) {
+	if err := c.Put(with(func(k *Key) { k.SHA = "zz" }), Run{}); !errors.Is(err, ErrCacheKey) {
 		t.Errorf("Put with a bad sha: %v", err)
+	}
+	if _, ok, err := c.Get(key); !ok || err != nil {
+		t.Errorf("the whole key misses: %v %v", ok, err)
 	}
 }
 
 func TestCachePutRefusesIncompleteRuns(t *testing.T) {
 	c, _ := newTestCache(t)
 	for _, cr := range []CommandResult{{Name: "a", Error: "gone"}, {Name: "a", Skipped: true}} {
-		if err := c.Put(sha1, hash, Run{Commands: []CommandResult{cr}}); !errors.Is(err, ErrIncompleteRun) {
+		if err := c.Put(key, Run{Commands: []CommandResult{cr}}); !errors.Is(err, ErrIncompleteRun) {
 			t.Errorf("Put(%+v) = %v, want ErrIncompleteRun", cr, err)
 		}
 	}
-	if _, ok, _ := c.Get(sha1, hash); ok {
+	if _, ok, _ := c.Get(key); ok {
 		t.Error("an incomplete run was stored")
 	}
 }
@@ -121,11 +145,11 @@ func TestCacheConcurrent(t *testing.T) {
 			defer wg.Done()
 			for i := range 20 {
 				want := runs[(g+i)%len(runs)]
-				if err := c.Put(sha1, hash, want); err != nil {
+				if err := c.Put(key, want); err != nil {
 					errs <- err
 					return
 				}
-				got, ok, err := c.Get(sha1, hash)
+				got, ok, err := c.Get(key)
 				if err != nil || !ok {
 					errs <- fmt.Errorf("get after put: %v, %v", ok, err)
 					return
