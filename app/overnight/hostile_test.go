@@ -1,6 +1,7 @@
 package overnight_test
 
 import (
+	"context"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/selfcode/selfcode/app/job"
 	"github.com/selfcode/selfcode/app/llm"
+	"github.com/selfcode/selfcode/app/overnight"
 	"github.com/selfcode/selfcode/app/sandbox"
 	"github.com/selfcode/selfcode/internal/dockertest"
 	"github.com/selfcode/selfcode/internal/fakeopenai"
@@ -47,7 +49,9 @@ func realPipeline(t *testing.T, h *harness, sb *sandbox.Manager) *pipeline.Pipel
 // here has (any go command would go and download it): the blast-radius
 // guard still decides — the plan is too wide, the job is skipped with the
 // radius — and no go command runs on the host. A plan touching code whose
-// imports selfcode cannot read holds its overnight job, saying why.
+// imports selfcode cannot read, or a module that a file too large to read
+// may import, holds its overnight job, saying why (in the morning report
+// too).
 func TestOvernightGuardDecidesWithoutRunningTheRepository(t *testing.T) {
 	w := tripwire.New(t)
 	w.OnPath(t, "go")
@@ -63,12 +67,15 @@ func TestOvernightGuardDecidesWithoutRunningTheRepository(t *testing.T) {
 		"pyproject.toml": "[project]\nname = \"shop\"\nversion = \"0.1.0\"\n",
 		"shop/money.py":  "def cents(x):\n    return round(x * 100)\n",
 		"native/fast.rs": "pub fn cents(x: f64) -> i64 { (x * 100.0).round() as i64 }\n",
+		// Generated, over 2 MiB: its imports are not read.
+		"shop/tables.py": "from shop.money import cents\n" + strings.Repeat("# generated\n", 200_000),
 	}
 	eng := &lazyPipeline{}
 	h := newHarness(t, eng, nil, map[string]map[string]string{"alpha": toolchain, "beta": mixed},
 		fakeopenai.Step{Role: "planner", Content: planTouching("a/a.go")},
 		fakeopenai.Step{Role: "planner", Content: planTouching("b/b.go")},
-		fakeopenai.Step{Role: "planner", Content: planTouching("native/fast.rs")})
+		fakeopenai.Step{Role: "planner", Content: planTouching("native/fast.rs")},
+		fakeopenai.Step{Role: "planner", Content: planTouching("shop/money.py")})
 	eng.p = realPipeline(t, h, nil)
 
 	// One at a time, so each takes its own plans from the script.
@@ -94,8 +101,23 @@ func TestOvernightGuardDecidesWithoutRunningTheRepository(t *testing.T) {
 	if len(h.Comments("beta", b, "held because the plan's blast radius could not be computed")) == 0 {
 		t.Fatal("no reply saying why the job was held")
 	}
+	// A Python module a file too large to read may import: the radius
+	// would be smaller than it is, so the job is held too, and the
+	// morning report says why.
+	c := h.Issue("beta", "Round cents", "selfcode:overnight")
+	idc := h.Label("labeled", "beta", c, "selfcode:overnight", "Round cents")
+	day3 := windowStart.Add(48 * time.Hour)
+	h.clk.Set(day3.Add(time.Second))
+	jc := h.Wait(idc)
+	if jc.State != job.StateCanceled || !strings.Contains(jc.Reason, "over 2 MiB") || !strings.Contains(jc.Reason, "shop/tables.py") {
+		t.Fatalf("held job: %s %q", jc.State, jc.Reason)
+	}
 	if prs := h.GitHub.PullRequests(owner, "beta"); len(prs) != 0 {
 		t.Fatalf("a held job opened %+v", prs)
+	}
+	run := overnight.BuildRun(context.Background(), h.Server.Store, jc, nil, time.UTC)
+	if run.Outcome != overnight.Skipped || !strings.Contains(run.Narrative, "over 2 MiB") || !strings.Contains(run.Narrative, "shop/tables.py") {
+		t.Fatalf("the report's run %+v does not say why it was held", run)
 	}
 	w.Untouched(t, "a go command")
 }
