@@ -17,6 +17,7 @@ import (
 	"github.com/selfcode/selfcode/internal/fakegithub"
 	"github.com/selfcode/selfcode/internal/fakeopenai"
 	"github.com/selfcode/selfcode/internal/testclock"
+	"github.com/selfcode/selfcode/pipeline/stage"
 	"github.com/selfcode/selfcode/pipeline/verify"
 )
 
@@ -336,6 +337,14 @@ func TestTimeoutDuringCheckout(t *testing.T) {
 	if j.State != job.StateFailed || j.Outcome != job.OutcomeLimitReached || j.Stop != job.StopJobTimeout {
 		t.Fatalf("job %s %s stop %q %q", j.State, j.Outcome, j.Stop, j.Error)
 	}
+	stoppedInCheckout(t, e, issue)
+}
+
+// stoppedInCheckout checks that the job on issue stopped at job_timeout
+// during its checkout, before the pipeline ran, and that the issue is told
+// so.
+func stoppedInCheckout(t *testing.T, e *e2e.Harness, issue int) {
+	t.Helper()
 	if e.Scripted.Calls() != 0 || len(e.GitHub.PullRequests(owner, repoName)) != 0 {
 		t.Fatalf("the pipeline ran (%d) or a pull request was opened", e.Scripted.Calls())
 	}
@@ -351,6 +360,35 @@ func TestTimeoutDuringCheckout(t *testing.T) {
 			t.Errorf("the comment lacks %q:\n%s", want, report)
 		}
 	}
+}
+
+// TestRepositoryTimeoutAppliesOnceRead: a repository's own
+// limits.job_timeout is read from the repository, so its checkout runs
+// under the server's default (45m): a checkout that takes 20 minutes is
+// not cut at the repository's 10, and the job stops the moment the
+// setting is read — counted from the job's start — before anything else
+// starts (docs/operations.md, limits).
+func TestRepositoryTimeoutAppliesOnceRead(t *testing.T) {
+	t.Parallel()
+	clk := testclock.New(time.Now())
+	e := e2e.Start(t, e2e.Options{Now: clk.Now, GitHubOptions: withSample(map[string]string{".selfcode.yml": "limits: {job_timeout: 10m}\n"})})
+	e.GitHub.InjectFault(fakegithub.Fault{Method: http.MethodGet, PathPattern: "/" + owner + "/" + repoName + ".git/info/refs", Times: 1,
+		Reached: func(string, string) { clk.Add(20 * time.Minute) }})
+	issue, err := e.GitHub.AddIssue(owner, repoName, fakegithub.Issue{Title: "Greet the world", User: "writer"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, out := e.Comment(repoName, issue, "writer", "/selfcode")
+	j := e.Wait(out["job_id"].(string))
+	if j.State != job.StateFailed || j.Outcome != job.OutcomeLimitReached || j.Stop != job.StopJobTimeout || !strings.Contains(j.Error, "the job ran 10m0s") {
+		t.Fatalf("job %s %s stop %q %q", j.State, j.Outcome, j.Stop, j.Error)
+	}
+	for _, st := range j.Stages {
+		if st.Name == stage.Checkout && st.Status != stage.Pass {
+			t.Fatalf("the checkout was cut at the repository's limit: %s %q", st.Status, st.Summary)
+		}
+	}
+	stoppedInCheckout(t, e, issue)
 }
 
 // TestTimeoutDuringPublish: job_timeout reached while the pull request is
