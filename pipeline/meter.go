@@ -79,6 +79,22 @@ type meter struct {
 	spend   Spend
 }
 
+// MeterOptions configures Metered.
+type MeterOptions struct {
+	Budget   Budget   // may be nil: no outside budget
+	Prices   Pricer   // may be nil: every call's cost is unknown
+	Observer Observer // may be nil
+}
+
+// Metered wraps m the way a job's model is wrapped, for model calls made
+// outside a job (the morning report's narrative): every call is first
+// allowed by the budget (refused with a *chat.BudgetError once it is
+// spent), then priced, told to the observer (/metrics) and charged to the
+// budget.
+func Metered(m chat.Model, o MeterOptions) chat.Model {
+	return &meter{m: m, budget: o.Budget, prices: o.Prices, observer: o.Observer, byPhase: map[string]int{}}
+}
+
 func (t *meter) Chat(ctx context.Context, req chat.Request) (chat.Response, error) {
 	if err := t.allow(ctx); err != nil {
 		return chat.Response{}, err

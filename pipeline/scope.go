@@ -30,6 +30,10 @@ type Scope struct {
 	Limit       int      `json:"limit"` // limits.blast_radius
 	// Languages are those whose imports were read.
 	Languages []string `json:"languages,omitempty"`
+	// Unread are files left unread as too large, in languages the plan
+	// does not touch (they cannot import it); one in a touched language
+	// makes the radius unknown (Note).
+	Unread []string `json:"unread,omitempty"`
 	// Narrowed is set when the first plan was too wide and the planner was
 	// asked once for a narrower one; First is what the first plan reached.
 	Narrowed bool   `json:"narrowed,omitempty"`
@@ -64,6 +68,7 @@ func (s *jobState) checkScope(ctx context.Context, plan *Plan) Scope {
 		for _, l := range res.Languages {
 			sc.Languages = append(sc.Languages, string(l))
 		}
+		sc.Unread = res.Skipped
 		if len(res.Radius) > sc.Limit {
 			wide = append(wide, fmt.Sprintf("its blast radius is %d packages (limit %d): %s",
 				len(res.Radius), sc.Limit, strings.Join(abbreviate(res.Radius, 10), ", ")))

@@ -157,40 +157,64 @@ func TestScopeGuard(t *testing.T) {
 	w.Untouched(t, "the scope guard's go command")
 }
 
-// When the blast radius cannot be computed, an overnight job is held
-// (nothing edited, the reason given) and a daytime job goes on with the
-// reason recorded: the guard is never silently off.
+// When the blast radius cannot be computed — code in a language whose
+// imports are not read, a script, a file in the touched language too
+// large to read — an overnight job is held (nothing edited, the reason
+// given) and a daytime job goes on with the reason recorded: the guard is
+// never silently off, nor silently smaller.
 func TestScopeGuardHoldsWhatItCannotMeasure(t *testing.T) {
 	t.Parallel()
-	files := map[string]string{"native/lib.rs": "pub fn f() {}\n"}
-	for k, v := range layered {
-		files[k] = v
+	with := func(add map[string]string) map[string]string {
+		files := map[string]string{}
+		for k, v := range layered {
+			files[k] = v
+		}
+		for k, v := range add {
+			files[k] = v
+		}
+		return files
 	}
-	plan := planTouching("native/lib.rs", "a/a.go")
-	for _, unattended := range []bool{true, false} {
-		out, rec, _, err := scopedOn(t, files, unattended, "limits: {blast_radius: 5}", plan)
-		if out == nil || out.Scope == nil {
-			t.Fatalf("unattended=%v: no scope (%v)", unattended, err)
-		}
-		sc := out.Scope
-		if !strings.Contains(sc.Note, "native/lib.rs") || sc.Held != unattended {
-			t.Fatalf("unattended=%v: scope %+v", unattended, sc)
-		}
-		if !unattended {
-			if out.Skipped != "" || err == nil || !strings.Contains(err.Error(), "sandbox") {
-				t.Fatalf("a daytime job must go on to verification: skipped %q err %v", out.Skipped, err)
+	python := map[string]string{
+		"pyproject.toml": "[project]\nname = \"shop\"\nversion = \"0.1.0\"\n",
+		"shop/money.py":  "def cents(x):\n    return round(x * 100)\n",
+		"shop/huge.py":   "from shop.money import cents\n" + strings.Repeat("# generated\n", 200_000),
+	}
+	tests := []struct {
+		name  string
+		files map[string]string
+		plan  string
+		why   string
+	}{
+		{"rust", with(map[string]string{"native/lib.rs": "pub fn f() {}\n"}), planTouching("native/lib.rs", "a/a.go"), "native/lib.rs"},
+		{"a shell script", with(map[string]string{"scripts/release.sh": "#!/bin/sh\ngo build ./cmd/tool\n"}), planTouching("scripts/release.sh"), "scripts/release.sh"},
+		{"a python file too large to read", python, planTouching("shop/money.py"), "over 2 MiB"},
+	}
+	for _, tt := range tests {
+		for _, unattended := range []bool{true, false} {
+			out, rec, _, err := scopedOn(t, tt.files, unattended, "limits: {blast_radius: 5}", tt.plan)
+			if out == nil || out.Scope == nil {
+				t.Fatalf("%s, unattended=%v: no scope (%v)", tt.name, unattended, err)
 			}
-			continue
-		}
-		if err != nil {
-			t.Fatalf("a hold is not an error: %v", err)
-		}
-		if !strings.Contains(out.Skipped, "held because the plan's blast radius could not be computed") ||
-			!strings.Contains(out.Skipped, "native/lib.rs") || len(out.Changed) != 0 {
-			t.Fatalf("skipped %q changed %v", out.Skipped, out.Changed)
-		}
-		if last := rec.stages[len(rec.stages)-1]; last != "plan:fail" {
-			t.Fatalf("stages %v", rec.stages)
+			sc := out.Scope
+			if !strings.Contains(sc.Note, tt.why) || sc.Held != unattended {
+				t.Fatalf("%s, unattended=%v: scope %+v", tt.name, unattended, sc)
+			}
+			if !unattended {
+				if out.Skipped != "" || err == nil || !strings.Contains(err.Error(), "sandbox") {
+					t.Fatalf("%s: a daytime job must go on to verification: skipped %q err %v", tt.name, out.Skipped, err)
+				}
+				continue
+			}
+			if err != nil {
+				t.Fatalf("%s: a hold is not an error: %v", tt.name, err)
+			}
+			if !strings.Contains(out.Skipped, "held because the plan's blast radius could not be computed") ||
+				!strings.Contains(out.Skipped, tt.why) || len(out.Changed) != 0 {
+				t.Fatalf("%s: skipped %q changed %v", tt.name, out.Skipped, out.Changed)
+			}
+			if last := rec.stages[len(rec.stages)-1]; last != "plan:fail" {
+				t.Fatalf("%s: stages %v", tt.name, rec.stages)
+			}
 		}
 	}
 }

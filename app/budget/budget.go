@@ -140,7 +140,20 @@ func (b *Budget) Job(j *job.Job) *Job {
 		log: b.o.Logger.With("job_id", j.ID, "installation_id", j.InstallationID)}
 }
 
-// Job implements pipeline.Budget for one job.
+// ServerAccount is the ledger account of the server's own model use, made
+// for no installation (the morning report's narrative). GitHub numbers
+// installations from 1, so it is never an installation's.
+const ServerAccount int64 = 0
+
+// Server is the share of the server's own model use: it is kept in the
+// ledger as ServerAccount, under the same daily token and cost limits as
+// one installation, so a report's call is refused once they are spent.
+func (b *Budget) Server() *Job {
+	return &Job{b: b, installationID: ServerAccount, log: b.o.Logger.With("account", "server")}
+}
+
+// Job implements pipeline.Budget for one job (or for the server's own
+// calls: Server).
 type Job struct {
 	b              *Budget
 	installationID int64

@@ -60,8 +60,12 @@ var hardening = []string{
 
 // call describes one git invocation.
 type call struct {
-	dir    string   // working directory
-	noRepo bool     // dir is not a repository: stop git discovering one above it
+	dir    string // working directory
+	noRepo bool   // dir is not a repository: stop git discovering one above it
+	// gitDir is the repository of a call that may run the drivers its
+	// .gitattributes name (a workspace's): their definitions in the
+	// repository's own configuration are overridden (driverOptions).
+	gitDir string
 	args   []string // git arguments after the hardening options
 	env    []string // extra environment
 	stdin  []byte
@@ -141,6 +145,13 @@ func (g *Git) run(ctx context.Context, c call) (result, error) {
 			secret = tok
 		}
 	}
+	if c.gitDir != "" {
+		opts, err := g.driverOptions(ctx, c.gitDir)
+		if err != nil {
+			return result{}, err
+		}
+		args = append(args, opts...)
+	}
 	args = append(args, c.args...)
 	env = append(env, c.env...)
 	if c.noRepo {
@@ -174,6 +185,57 @@ func (g *Git) run(ctx context.Context, c call) (result, error) {
 	}
 	return res, nil
 }
+
+// driverOptions are -c options that leave every filter and merge driver
+// the configuration of gitDir defines (its own file, and whatever it
+// includes) without a command. hardening cannot name them in advance,
+// since a driver's name is anything; selfcode writes no driver, so any
+// there was planted, and a .gitattributes naming it must find nothing to
+// run. (Diff drivers and diff.external never run: every diff selfcode
+// makes passes --no-ext-diff --no-textconv, and git log and commit make
+// none.) A name git's -c syntax cannot carry (it holds "=") refuses the
+// call.
+func (g *Git) driverOptions(ctx context.Context, gitDir string) ([]string, error) {
+	cmd := exec.CommandContext(ctx, g.gitPath, append(append([]string(nil), hardening...),
+		"--git-dir="+gitDir, "config", "--list", "--name-only", "-z")...)
+	cmd.Env = baseEnv()
+	cmd.WaitDelay = 5 * time.Second
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		return nil, fmt.Errorf("read the git configuration of %s: %w: %s", filepath.Base(gitDir), err, strings.TrimSpace(stderr.String()))
+	}
+	var opts []string
+	seen := map[string]bool{}
+	for _, name := range strings.Split(string(out), "\x00") {
+		section, rest, ok := strings.Cut(name, ".")
+		i := strings.LastIndexByte(rest, '.')
+		if !ok || i < 0 || (section != "filter" && section != "merge") {
+			continue
+		}
+		driver := rest[:i]
+		if seen[section+"."+driver] {
+			continue
+		}
+		seen[section+"."+driver] = true
+		if strings.ContainsAny(driver, "=\n") {
+			return nil, fmt.Errorf("%w: the git configuration of %s defines a %s driver named %q", ErrUnsafeConfig, filepath.Base(gitDir), section, driver)
+		}
+		if section == "merge" {
+			opts = append(opts, "-c", "merge."+driver+".driver=false")
+			continue
+		}
+		for _, k := range []string{"clean=", "smudge=", "process=", "required=false"} {
+			opts = append(opts, "-c", "filter."+driver+"."+k)
+		}
+	}
+	return opts, nil
+}
+
+// ErrUnsafeConfig: a repository's git configuration holds something
+// selfcode cannot neutralise, so no git command runs on it.
+var ErrUnsafeConfig = errors.New("unsafe git configuration")
 
 // Command is a git command hardened as this package's own calls are (no
 // hooks, no fsmonitor, no credential helper, no system or user git

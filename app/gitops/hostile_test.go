@@ -73,6 +73,23 @@ func TestPlantedGitConfigurationRunsNothing(t *testing.T) {
 			runGit(t, "", "--git-dir="+ws.GitDir, "config", "submodule.recurse", "true")
 			runGit(t, "", "--git-dir="+ws.GitDir, "config", "submodule.active", "*")
 		}},
+		// Drivers have names of the repository's choosing, which no fixed
+		// -c option can name: the ones the configuration defines (here
+		// through an include) are overridden call by call.
+		{"filter, diff and merge drivers named by .gitattributes", func(t *testing.T, ws *Workspace, w *tripwire.Wire) {
+			included := filepath.Join(t.TempDir(), "drivers")
+			writeFile(t, included, "[filter \"Evil.x\"]\n\tclean = "+w.Path+"\n\tsmudge = "+w.Path+"\n\trequired = true\n"+
+				"[merge \"evil\"]\n\tdriver = "+w.Path+"\n"+
+				"[diff \"evil\"]\n\ttextconv = "+w.Path+"\n\tcommand = "+w.Path+"\n[diff]\n\texternal = "+w.Path+"\n")
+			runGit(t, "", "--git-dir="+ws.GitDir, "config", "include.path", included)
+			writeFile(t, filepath.Join(ws.Dir, ".gitattributes"), "* filter=Evil.x diff=evil merge=evil\n")
+		}},
+		{"gpg, credential helper, pager, ssh", func(t *testing.T, ws *Workspace, w *tripwire.Wire) {
+			for k, v := range map[string]string{"gpg.program": w.Path, "commit.gpgSign": "true", "log.showSignature": "true",
+				"credential.helper": w.Path, "core.pager": w.Path, "core.sshCommand": w.Path, "core.askPass": w.Path} {
+				runGit(t, "", "--git-dir="+ws.GitDir, "config", k, v)
+			}
+		}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -105,6 +122,33 @@ func TestPlantedGitConfigurationRunsNothing(t *testing.T) {
 			}
 		})
 	}
+}
+
+// A driver name git's -c syntax cannot override is refused, not run.
+func TestUnnameableDriverRefusesTheCall(t *testing.T) {
+	remote := newFakeRemote(t)
+	h := newHarness(t)
+	human := remote.create(t, "acme", "widgets")
+	human.write("a.txt", "a\n")
+	human.commit("a")
+	human.push("main")
+	ws, err := h.g.NewWorkspace(t.Context(), WorkspaceOptions{Repo: remote.repo("acme", "widgets"), ID: "unnameable",
+		Branch: "selfcode/issue-9", Base: "main", Token: StaticToken(testToken)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := tripwire.New(t)
+	cfg, err := os.ReadFile(filepath.Join(ws.GitDir, "config"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, filepath.Join(ws.GitDir, "config"), string(cfg)+"[filter \"a=b\"]\n\tclean = "+w.Path+"\n\trequired = true\n")
+	writeFile(t, filepath.Join(ws.Dir, ".gitattributes"), "* filter=a=b\n")
+	writeFile(t, filepath.Join(ws.Dir, "a.txt"), "changed\n")
+	if _, _, err := h.g.Commit(t.Context(), ws, "change"); !errors.Is(err, ErrUnsafeConfig) {
+		t.Fatalf("commit = %v, want ErrUnsafeConfig", err)
+	}
+	w.Untouched(t, "a filter with an unnameable name")
 }
 
 // A repository's .gitattributes may name filter, diff, textconv and merge

@@ -145,7 +145,7 @@ func (g *Git) populate(ctx context.Context, ws *Workspace, o WorkspaceOptions) e
 
 // wsRun runs git on the workspace's repository and checkout.
 func (g *Git) wsRun(ctx context.Context, ws *Workspace, c call) (result, error) {
-	c.dir = ws.Dir
+	c.dir, c.gitDir = ws.Dir, ws.GitDir
 	c.repo = ws.Repo.FullName()
 	c.args = append([]string{"--git-dir=" + ws.GitDir, "--work-tree=" + ws.Dir}, c.args...)
 	return g.run(ctx, c)

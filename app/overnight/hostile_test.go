@@ -1,15 +1,20 @@
 package overnight_test
 
 import (
+	"context"
 	"encoding/json"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/selfcode/selfcode/app/gitops"
 	"github.com/selfcode/selfcode/app/job"
 	"github.com/selfcode/selfcode/app/llm"
+	"github.com/selfcode/selfcode/app/overnight"
 	"github.com/selfcode/selfcode/app/sandbox"
 	"github.com/selfcode/selfcode/internal/dockertest"
 	"github.com/selfcode/selfcode/internal/fakeopenai"
@@ -47,7 +52,9 @@ func realPipeline(t *testing.T, h *harness, sb *sandbox.Manager) *pipeline.Pipel
 // here has (any go command would go and download it): the blast-radius
 // guard still decides — the plan is too wide, the job is skipped with the
 // radius — and no go command runs on the host. A plan touching code whose
-// imports selfcode cannot read holds its overnight job, saying why.
+// imports selfcode cannot read, or a module that a file too large to read
+// may import, holds its overnight job, saying why (in the morning report
+// too).
 func TestOvernightGuardDecidesWithoutRunningTheRepository(t *testing.T) {
 	w := tripwire.New(t)
 	w.OnPath(t, "go")
@@ -63,12 +70,15 @@ func TestOvernightGuardDecidesWithoutRunningTheRepository(t *testing.T) {
 		"pyproject.toml": "[project]\nname = \"shop\"\nversion = \"0.1.0\"\n",
 		"shop/money.py":  "def cents(x):\n    return round(x * 100)\n",
 		"native/fast.rs": "pub fn cents(x: f64) -> i64 { (x * 100.0).round() as i64 }\n",
+		// Generated, over 2 MiB: its imports are not read.
+		"shop/tables.py": "from shop.money import cents\n" + strings.Repeat("# generated\n", 200_000),
 	}
 	eng := &lazyPipeline{}
 	h := newHarness(t, eng, nil, map[string]map[string]string{"alpha": toolchain, "beta": mixed},
 		fakeopenai.Step{Role: "planner", Content: planTouching("a/a.go")},
 		fakeopenai.Step{Role: "planner", Content: planTouching("b/b.go")},
-		fakeopenai.Step{Role: "planner", Content: planTouching("native/fast.rs")})
+		fakeopenai.Step{Role: "planner", Content: planTouching("native/fast.rs")},
+		fakeopenai.Step{Role: "planner", Content: planTouching("shop/money.py")})
 	eng.p = realPipeline(t, h, nil)
 
 	// One at a time, so each takes its own plans from the script.
@@ -94,8 +104,23 @@ func TestOvernightGuardDecidesWithoutRunningTheRepository(t *testing.T) {
 	if len(h.Comments("beta", b, "held because the plan's blast radius could not be computed")) == 0 {
 		t.Fatal("no reply saying why the job was held")
 	}
+	// A Python module a file too large to read may import: the radius
+	// would be smaller than it is, so the job is held too, and the
+	// morning report says why.
+	c := h.Issue("beta", "Round cents", "selfcode:overnight")
+	idc := h.Label("labeled", "beta", c, "selfcode:overnight", "Round cents")
+	day3 := windowStart.Add(48 * time.Hour)
+	h.clk.Set(day3.Add(time.Second))
+	jc := h.Wait(idc)
+	if jc.State != job.StateCanceled || !strings.Contains(jc.Reason, "over 2 MiB") || !strings.Contains(jc.Reason, "shop/tables.py") {
+		t.Fatalf("held job: %s %q", jc.State, jc.Reason)
+	}
 	if prs := h.GitHub.PullRequests(owner, "beta"); len(prs) != 0 {
 		t.Fatalf("a held job opened %+v", prs)
+	}
+	run := overnight.BuildRun(context.Background(), h.Server.Store, jc, nil, time.UTC)
+	if run.Outcome != overnight.Skipped || !strings.Contains(run.Narrative, "over 2 MiB") || !strings.Contains(run.Narrative, "shop/tables.py") {
+		t.Fatalf("the report's run %+v does not say why it was held", run)
 	}
 	w.Untouched(t, "a go command")
 }
@@ -103,12 +128,18 @@ func TestOvernightGuardDecidesWithoutRunningTheRepository(t *testing.T) {
 // An overnight job on a repository that does everything it can to run
 // something on the server: its .gitattributes names filter, diff and merge
 // drivers that this host's git configuration defines (global, XDG and
-// GIT_CONFIG_* in the environment, with hooks and an fsmonitor); its own
-// bare repository carries a config and hooks doing the same; it declares a
-// submodule with an ext:: URL and an LFS configuration; go is a trap. The
-// job runs end to end — plan, the guard (reading Python imports as text),
-// edit, verification in the sandbox, commit, push, pull request — and
-// nothing runs on the host.
+// GIT_CONFIG_* in the environment, with hooks and an fsmonitor); it
+// declares a submodule with an ext:: URL and an LFS configuration; go is a
+// trap. And the git directories selfcode itself runs git in hold what a
+// hostile .git would: its mirror of the repository (in the data
+// directory, before the job fetches into it) and the job's workspace
+// repository (before the pipeline, so the commit, diff, secret scan and
+// push meet it) carry a config naming the tripwire as fsmonitor, hooks
+// path, pager, ssh command, credential helper, external diff, gpg program
+// (with signing on), drivers and aliases, and every hook is the tripwire.
+// The job runs end to end — plan, the guard (reading Python imports as
+// text), edit, verification in the sandbox, commit, push, pull request —
+// and nothing runs on the host.
 func TestOvernightOnAHostileRepositoryRunsNothingOnTheHost(t *testing.T) {
 	sb := dockertest.Manager(t) // before the environment below: it runs the docker CLI
 	w := tripwire.New(t)
@@ -150,25 +181,60 @@ func TestOvernightOnAHostileRepositoryRunsNothingOnTheHost(t *testing.T) {
 			"path": "src/shop/money.py", "old_str": "def cents(x):\n", "new_str": "def cents(x):\n    \"\"\"x in whole units, as cents.\"\"\"\n"})}}},
 		fakeopenai.Step{Role: "editor", ToolCalls: []fakeopenai.ToolCall{{Name: "finish", Arguments: jsonArgs(map[string]string{"summary": "documented cents"})}}})
 	eng.p = realPipeline(t, h, sb)
-	// The repository's owner's side: its own config and (client) hooks.
+	// What a hostile .git would hold, where selfcode runs git.
+	hostile := drivers + "[core]\n\tfsmonitor = " + tr + "\n\thooksPath = " + hooks + "\n\tpager = " + tr +
+		"\n\tsshCommand = " + tr + "\n\taskPass = " + tr + "\n\teditor = " + tr +
+		"\n[credential]\n\thelper = " + tr + "\n[diff]\n\texternal = " + tr +
+		"\n[gpg]\n\tprogram = " + tr + "\n[commit]\n\tgpgSign = true\n[tag]\n\tgpgSign = true" +
+		"\n[alias]\n\tci = !" + tr + "\n\tst = !" + tr +
+		"\n[submodule]\n\trecurse = true\n[protocol \"ext\"]\n\tallow = always\n"
+	plant := func(gitDir string) error {
+		f, err := os.OpenFile(filepath.Join(gitDir, "config"), os.O_APPEND|os.O_WRONLY, 0)
+		if err != nil {
+			return err
+		}
+		_, err = f.WriteString(hostile)
+		if err := errors.Join(err, f.Close(), os.MkdirAll(filepath.Join(gitDir, "hooks"), 0o755)); err != nil {
+			return err
+		}
+		for _, n := range tripwire.HookNames {
+			if err := os.Symlink(tr, filepath.Join(gitDir, "hooks", n)); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	// selfcode's mirror, made before the job (the job fetches into it).
 	bare, err := h.GitHub.BareDir(owner, "alpha")
 	if err != nil {
 		t.Fatal(err)
 	}
-	f, err := os.OpenFile(filepath.Join(bare, "config"), os.O_APPEND|os.O_WRONLY, 0)
-	if err != nil {
+	mirror := filepath.Join(h.DataDir, "git", "mirrors", strings.ToLower(owner), "alpha.git")
+	if err := os.MkdirAll(filepath.Dir(mirror), 0o700); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := f.WriteString(drivers + "[core]\n\tfsmonitor = " + tr + "\n[submodule]\n\trecurse = true\n"); err != nil {
+	if out, err := gitops.Command(t.Context(), filepath.Dir(mirror), "clone", "--mirror", "--quiet", "--", bare, mirror).CombinedOutput(); err != nil {
+		t.Fatalf("make the mirror: %v %s", err, out)
+	}
+	if err := plant(mirror); err != nil {
 		t.Fatal(err)
 	}
-	f.Close()
-	w.Link(t, filepath.Join(bare, "hooks"), "post-checkout", "post-commit", "pre-commit", "prepare-commit-msg", "commit-msg", "post-merge", "pre-push")
+	// The job's workspace repository, beside its checkout, once the
+	// checkout is made.
+	var planted atomic.Int32
+	eng.before = func(in pipeline.Input) {
+		if err := plant(filepath.Join(filepath.Dir(in.Dir), "git")); err != nil {
+			t.Errorf("plant in the workspace of %s: %v", in.Dir, err)
+			return
+		}
+		planted.Add(1)
+	}
 
 	issue := h.Issue("alpha", "Document cents", "selfcode:overnight")
 	id := h.Label("labeled", "alpha", issue, "selfcode:overnight", "Document cents")
 	h.clk.Set(windowStart.Add(time.Second))
 	j := h.Wait(id)
+	w.Untouched(t, "something of the repository or of a planted .git")
 	if j.State != job.StateSucceeded || j.Outcome != job.OutcomePROpened {
 		t.Fatalf("job %s %s %q %q\n%s", j.State, j.Outcome, j.Error, j.Reason, h.Logs())
 	}
@@ -179,7 +245,9 @@ func TestOvernightOnAHostileRepositoryRunsNothingOnTheHost(t *testing.T) {
 	if got, err := h.GitHub.FileAt(owner, "alpha", prs[0].Head, "src/shop/money.py"); err != nil || !strings.Contains(got, "as cents") {
 		t.Fatalf("the change did not reach %s: %q %v", prs[0].Head, got, err)
 	}
-	w.Untouched(t, "something of the repository")
+	if planted.Load() != 1 || !strings.Contains(h.Logs(), `"msg":"mirror refreshed"`) || strings.Contains(h.Logs(), `"msg":"mirror created"`) {
+		t.Fatalf("the job did not use the planted mirror and workspace (planted %d)", planted.Load())
+	}
 }
 
 func jsonArgs(v any) string { b, _ := json.Marshal(v); return string(b) }

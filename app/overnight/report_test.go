@@ -29,6 +29,8 @@ func TestOutcome(t *testing.T) {
 		{job.StateSucceeded, job.OutcomeNoChange, Skipped},
 		{job.StateFailed, job.OutcomeVerificationFailed, Fail},
 		{job.StateFailed, job.OutcomeError, Fail},
+		{job.StateFailed, job.OutcomeUnverified, Fail},
+		{job.StateFailed, job.OutcomeLimitReached, Fail},
 		{job.StateCanceled, "", Skipped},
 		{job.StateSuperseded, "", Skipped},
 	}

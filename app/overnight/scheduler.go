@@ -18,6 +18,7 @@ import (
 	"github.com/selfcode/selfcode/app/errs"
 	"github.com/selfcode/selfcode/app/job"
 	"github.com/selfcode/selfcode/app/store"
+	"github.com/selfcode/selfcode/pipeline"
 	"github.com/selfcode/selfcode/pipeline/chat"
 	"github.com/selfcode/selfcode/prompts"
 )
@@ -38,8 +39,16 @@ type Options struct {
 	Issues Issues
 	// Model writes the report's narrative (reporter role); nil or failing:
 	// the deterministic narrative.
-	Model   chat.Model
-	Prompts *prompts.Set // default: the embedded prompts
+	Model chat.Model
+	// Budget, Prices and Observer meter the narrative's call like a job's
+	// (pipeline.Metered): Budget is asked first (the server's own share of
+	// the daily budgets, budget.Budget.Server) and, once it is spent, the
+	// report gets the deterministic narrative; the call is priced by
+	// Prices and counted by Observer (/metrics). Each may be nil.
+	Budget   pipeline.Budget
+	Prices   pipeline.Pricer
+	Observer pipeline.Observer
+	Prompts  *prompts.Set // default: the embedded prompts
 	// ReportURL is SELFCODE_REPORT_WEBHOOK_URL; empty: reports are only
 	// stored.
 	ReportURL string
@@ -102,6 +111,9 @@ func New(o Options) (*Scheduler, error) {
 	}
 	if o.Logger == nil {
 		o.Logger = slog.Default()
+	}
+	if o.Model != nil {
+		o.Model = pipeline.Metered(o.Model, pipeline.MeterOptions{Budget: o.Budget, Prices: o.Prices, Observer: o.Observer})
 	}
 	return &Scheduler{o: o, log: o.Logger, kick: make(chan struct{}, 1)}, nil
 }
@@ -342,6 +354,11 @@ func (s *Scheduler) narrative(ctx context.Context, start time.Time, runs []Run) 
 	defer cancel()
 	resp, err := s.o.Model.Chat(ctx, chat.Request{Role: chat.RoleReporter, MaxTokens: 600,
 		Messages: []chat.Message{{Role: chat.System, Content: sys}, {Role: chat.User, Content: user}}})
+	var spent *chat.BudgetError
+	if errors.As(err, &spent) {
+		s.log.Info("the daily budget is spent; the report gets the plain narrative", "budget", spent.Limit, "used", spent.Detail)
+		return fallback
+	}
 	if err != nil {
 		s.log.Warn("reporter model failed; using the plain narrative", "err", err)
 		return fallback

@@ -12,10 +12,17 @@ import (
 	"github.com/selfcode/selfcode/pipeline"
 )
 
-// lazyPipeline lets the test build the pipeline once the fake model runs.
-type lazyPipeline struct{ p *pipeline.Pipeline }
+// lazyPipeline lets the test build the pipeline once the fake model runs;
+// before, when set, sees each run's input first.
+type lazyPipeline struct {
+	p      *pipeline.Pipeline
+	before func(in pipeline.Input)
+}
 
 func (l *lazyPipeline) Run(ctx context.Context, in pipeline.Input) (*pipeline.Output, error) {
+	if l.before != nil {
+		l.before(in)
+	}
 	return l.p.Run(ctx, in)
 }
 

@@ -73,7 +73,10 @@ func (x *run) stopped(ctx context.Context, client *gh.Client, w *workspace, res 
 	x.log.Warn("stopped at a time limit; saving the work so far", "stop", stop.Stop, "err", err)
 	gctx, cancel := x.rt.Grace()
 	defer cancel()
-	res.stop, res.during = stop, x.runningStage()
+	res.stop = stop
+	if d := x.runningStage(); d != "" || res.during == "" {
+		res.during = d // else no step runs: where the caller says it stopped
+	}
 	if w == nil {
 		x.Stage(stage.Publish, stage.Skipped, "stopped before any change")
 		return x.unfinishedComment(gctx, res)

@@ -271,8 +271,15 @@ func (x *run) execute(ctx context.Context, client *gh.Client, w *workspace) (res
 	if err != nil {
 		return res, "", true, err
 	}
-	// The repository's job_timeout bounds the whole job from its start.
+	// The repository's job_timeout bounds the whole job from its start;
+	// until now (the checkout) the server's default did. Already past it,
+	// the job stops here, before anything else starts, and the limit ran
+	// out during the checkout.
 	x.rt.SetTimeout(cfg.Limits.JobTimeout)
+	if err := ctx.Err(); err != nil {
+		res.during = stage.Checkout
+		return res, "", true, err
+	}
 	res.draftOnFailure = cfg.DraftOnFailure
 	if !cfg.Enabled {
 		return res, "", true, x.skip(ctx, "selfcode is disabled for this repository (`enabled: false` in .selfcode.yml).")

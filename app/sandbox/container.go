@@ -303,6 +303,13 @@ func (c *Container) Close(ctx context.Context) error {
 // destroy kills the container, removes it with its volume, waits until the
 // engine no longer knows it, and marks it gone with reason.
 func (c *Container) destroy(ctx context.Context, reason error) error {
+	_, err := c.remove(ctx, reason)
+	return err
+}
+
+// remove is destroy, reporting whether it removed the work volume (false
+// when there was none, or it was gone already).
+func (c *Container) remove(ctx context.Context, reason error) (bool, error) {
 	c.markGone(reason)
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
 	defer cancel()
@@ -313,7 +320,7 @@ func (c *Container) destroy(ctx context.Context, reason error) error {
 	}
 	err := api.ContainerRemove(ctx, c.id, container.RemoveOptions{Force: true, RemoveVolumes: true})
 	if err != nil && !errdefs.IsNotFound(err) && !errdefs.IsConflict(err) {
-		return fmt.Errorf("remove sandbox container: %w", err)
+		return false, fmt.Errorf("remove sandbox container: %w", err)
 	}
 	// AutoRemove may be removing it concurrently: wait until it is gone.
 	tick := time.NewTicker(20 * time.Millisecond)
@@ -330,20 +337,24 @@ func (c *Container) destroy(ctx context.Context, reason error) error {
 		}
 		select {
 		case <-ctx.Done():
-			return fmt.Errorf("wait for sandbox container removal: %w", ctx.Err())
+			return false, fmt.Errorf("wait for sandbox container removal: %w", ctx.Err())
 		case <-tick.C:
 		}
 	}
 	c.mu.Lock()
 	vol := c.volume
 	c.mu.Unlock()
+	volumeRemoved := false
 	if vol != "" {
-		if err := api.VolumeRemove(ctx, vol, true); err != nil && !errdefs.IsNotFound(err) {
-			return fmt.Errorf("remove sandbox volume: %w", err)
+		switch err := api.VolumeRemove(ctx, vol, true); {
+		case err == nil:
+			volumeRemoved = true
+		case !errdefs.IsNotFound(err):
+			return false, fmt.Errorf("remove sandbox volume: %w", err)
 		}
 	}
 	c.m.log.Info("sandbox removed", "job_id", c.jobID, "container", shortID(c.id))
-	return nil
+	return volumeRemoved, nil
 }
 
 // CopyTree copies hostDir's tree into the work tree: regular files,

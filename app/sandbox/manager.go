@@ -305,15 +305,21 @@ func (m *Manager) reap(ctx context.Context, p reapPass) (int, error) {
 	var ended []*Container
 	removed, err := m.reapUntracked(ctx, p, &ended)
 	// A live container whose job ended is destroyed like Close would (its
-	// work volume with it), outside the create lock: that may take a while.
+	// work volume with it, counted too), outside the create lock: that may
+	// take a while.
 	for _, c := range ended {
 		m.log.Warn("sandbox reaped the container of a job that no longer runs", "job_id", c.jobID, "container", shortID(c.id))
-		if derr := c.destroy(ctx, fmt.Errorf("%w: reaped, its job no longer runs", ErrContainerGone)); derr != nil {
+		vol, derr := c.remove(ctx, fmt.Errorf("%w: reaped, its job no longer runs", ErrContainerGone))
+		if derr != nil {
 			err = errors.Join(err, derr)
 			continue
 		}
 		removed++
 		p.count("container", ReapJobEnded)
+		if vol {
+			removed++
+			p.count("volume", ReapJobEnded)
+		}
 	}
 	return removed, err
 }

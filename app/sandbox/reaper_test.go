@@ -113,7 +113,9 @@ func TestReaperRemovesTheSandboxOfAJobThatNoLongerRuns(t *testing.T) {
 	book.set(dead, false)
 	waitGone(t, api, orphan.ID(), time.Minute)
 	poll.Until(t, "the reaped container's work volume to go", time.Minute, func() bool { return !volumeExists(t, api, work) })
-	poll.Until(t, "the reaped container to be counted", time.Minute, func() bool { return count.get("container/"+ReapJobEnded) == 1 })
+	poll.Until(t, "the reaped container and its work volume to be counted", time.Minute, func() bool {
+		return count.get("container/"+ReapJobEnded) == 1 && count.get("volume/"+ReapJobEnded) == 1
+	})
 	if _, err := orphan.Exec(ctx, Cmd{Run: "true"}); !isGone(err) {
 		t.Errorf("the reaped container still answers: %v", err)
 	}

@@ -17,6 +17,7 @@ import (
 	"github.com/selfcode/selfcode/internal/fakegithub"
 	"github.com/selfcode/selfcode/internal/fakeopenai"
 	"github.com/selfcode/selfcode/internal/testclock"
+	"github.com/selfcode/selfcode/pipeline/stage"
 	"github.com/selfcode/selfcode/pipeline/verify"
 )
 
@@ -53,11 +54,87 @@ func firstStep() []fakeopenai.Step {
 var modelEnv = []string{"SELFCODE_LLM_MODEL_PLANNER=planner", "SELFCODE_LLM_MODEL_EDITOR=editor", "SELFCODE_LLM_MODEL_FIXER=fixer"}
 
 // startLimited starts selfcode on the real pipeline with the scripted
-// model, the settings env and the repository's files added.
-func startLimited(t *testing.T, env []string, files map[string]string) *e2e.Harness {
+// model, the settings env and the repository's files added, on a clock
+// only the test moves.
+func startLimited(t *testing.T, env []string, files map[string]string) (*e2e.Harness, *testclock.Clock) {
 	t.Helper()
+	clk := testclock.New(time.Now())
 	return e2e.Start(t, e2e.Options{Sandbox: e2e.NullSandbox{}, Script: firstStep(), Env: append(append([]string(nil), modelEnv...), env...),
-		GitHubOptions: withSample(files)})
+		GitHubOptions: withSample(files), Now: clk.Now}), clk
+}
+
+// nextDay moves clk to the start of the next day (UTC, the budgets' day):
+// the daily budgets are fresh again.
+func nextDay(clk *testclock.Clock) {
+	y, m, d := clk.Now().UTC().Date()
+	clk.Set(time.Date(y, m, d+1, 0, 0, 1, 0, time.UTC))
+}
+
+// editorResumes scripts the retry's model work — the plan's second step,
+// then finish — and returns what the retry's first model call was told,
+// failing the test when the retry plans again.
+func editorResumes(t *testing.T, e *e2e.Harness) func() string {
+	t.Helper()
+	if err := e.Model.Enqueue(
+		fakeopenai.Step{Role: "editor", PromptTokens: 100, CompletionTokens: 10, ToolCalls: []fakeopenai.ToolCall{{Name: "create",
+			Arguments: jsonArg(map[string]string{"path": "greet_test.go", "content": "package hello\n"})}}},
+		fakeopenai.Step{Role: "editor", PromptTokens: 100, CompletionTokens: 10, ToolCalls: []fakeopenai.ToolCall{{Name: "finish",
+			Arguments: jsonArg(map[string]string{"summary": "greets the world, with a test"})}}},
+	); err != nil {
+		t.Fatal(err)
+	}
+	before := len(e.Model.Requests())
+	return func() string {
+		reqs := e.Model.Requests()[before:]
+		if len(reqs) != 2 || reqs[0].Role != "editor" {
+			t.Fatalf("the retry asked %d times (first %q): it must not plan again", len(reqs), reqs[0].Role)
+		}
+		var prompt strings.Builder
+		for _, m := range reqs[0].Body.Messages {
+			prompt.WriteString(string(m.Content) + "\n")
+		}
+		return prompt.String()
+	}
+}
+
+// retryResumes comments `/selfcode retry` on issue, whose job j stopped at
+// a limit with its work on the draft pr, and checks that the same job
+// resumes from the saved work: its run is told which limit stopped the
+// last one (told returns what the retry's run was told, and is
+// returned), its commit goes on top of the saved one, and the pull
+// request is no longer marked unfinished. It returns the retried job.
+func retryResumes(t *testing.T, e *e2e.Harness, issue int, j *job.Job, pr fakegithub.PullRequest, told func() string) (*job.Job, string) {
+	t.Helper()
+	limit := j.Stop
+	saved, err := e.GitHub.BranchSHA(owner, repoName, pr.Head)
+	if err != nil {
+		t.Fatal(err)
+	}
+	code, out := e.Comment(repoName, issue, "maint", "/selfcode retry")
+	if code != http.StatusAccepted {
+		t.Fatalf("retry: %d %v", code, out)
+	}
+	e.Wait(out["job_id"].(string))
+	e.Eventually("the retried job to end", func() bool { j := e.Job(j.ID); return j.Attempts > 0 && j.State.Terminal() })
+	j = e.Job(j.ID)
+	if j.Outcome == job.OutcomeLimitReached || j.Stop != "" {
+		t.Fatalf("retried job %s %s stop %q %q\n%s", j.State, j.Outcome, j.Stop, j.Error, e.Logs())
+	}
+	said := told()
+	if !strings.Contains(said, limit.Describe()) {
+		t.Errorf("the retry was not told that the last run stopped at %s:\n%s", limit.Describe(), said)
+	}
+	// The branch went on from the saved work: its commit is the parent of
+	// the retry's.
+	log, _ := e.GitHub.Log(owner, repoName, pr.Head)
+	if len(log) < 2 || log[1].SHA != saved {
+		t.Fatalf("the retry's commit is not on top of the saved work %s: %+v", saved, log)
+	}
+	prs := e.GitHub.PullRequests(owner, repoName)
+	if len(prs) != 1 || strings.Contains(prs[0].Body, "**Unfinished:**") {
+		t.Fatalf("after the retry: %+v", prs)
+	}
+	return j, said
 }
 
 // runIssue opens an issue, comments the command on it and waits for the
@@ -107,7 +184,7 @@ func assertStopped(t *testing.T, e *e2e.Harness, issue int, j *job.Job, limit jo
 // plan and progress in the editor's prompt and no new plan.
 func TestTokenLimitMidRunAndRetryResumes(t *testing.T) {
 	t.Parallel()
-	e := startLimited(t, nil, map[string]string{".selfcode.yml": "limits: {max_tokens: 1000}\n"})
+	e, _ := startLimited(t, nil, map[string]string{".selfcode.yml": "limits: {max_tokens: 1000}\n"})
 	issue, j := runIssue(t, e)
 	pr := assertStopped(t, e, issue, j, job.StopMaxTokens, "edit")
 	for _, want := range []string{"1160 of 1000 tokens used", "Done: Greet the world.", "Left: Test the greeting."} {
@@ -119,10 +196,6 @@ func TestTokenLimitMidRunAndRetryResumes(t *testing.T) {
 		t.Fatalf("%d model calls; the budget should refuse the fourth", n)
 	}
 	branch := pr.Head
-	saved, err := e.GitHub.BranchSHA(owner, repoName, branch)
-	if err != nil {
-		t.Fatal(err)
-	}
 	if g, _ := e.GitHub.FileAt(owner, repoName, branch, "greet.go"); !strings.Contains(g, "Hello, world") {
 		t.Fatalf("the work so far is not on %s: %q", branch, g)
 	}
@@ -148,47 +221,18 @@ func TestTokenLimitMidRunAndRetryResumes(t *testing.T) {
 	}
 
 	// Retry: the same job resumes from the saved work.
-	if err := e.Model.Enqueue(
-		fakeopenai.Step{Role: "editor", PromptTokens: 100, CompletionTokens: 10, ToolCalls: []fakeopenai.ToolCall{{Name: "create",
-			Arguments: jsonArg(map[string]string{"path": "greet_test.go", "content": "package hello\n"})}}},
-		fakeopenai.Step{Role: "editor", PromptTokens: 100, CompletionTokens: 10, ToolCalls: []fakeopenai.ToolCall{{Name: "finish",
-			Arguments: jsonArg(map[string]string{"summary": "greets the world, with a test"})}}},
-	); err != nil {
-		t.Fatal(err)
-	}
-	before := len(e.Model.Requests())
-	code, out := e.Comment(repoName, issue, "maint", "/selfcode retry")
-	if code != http.StatusAccepted {
-		t.Fatalf("retry: %d %v", code, out)
-	}
-	e.Wait(out["job_id"].(string))
-	e.Eventually("the retried job to end", func() bool { j := e.Job(j.ID); return j.Attempts > 0 && j.State.Terminal() })
-	j = e.Job(j.ID)
-	if j.Outcome != job.OutcomeUnverified || j.Stop != "" {
-		t.Fatalf("retried job %s %s stop %q %q", j.State, j.Outcome, j.Stop, j.Error)
-	}
-	reqs := e.Model.Requests()[before:]
-	if len(reqs) != 2 || reqs[0].Role != "editor" {
-		t.Fatalf("the retry asked %d times (first %q): it must not plan again", len(reqs), reqs[0].Role)
-	}
-	var prompt strings.Builder
-	for _, m := range reqs[0].Body.Messages {
-		prompt.WriteString(string(m.Content) + "\n")
+	j, prompt := retryResumes(t, e, issue, j, pr, editorResumes(t, e))
+	if j.Outcome != job.OutcomeUnverified {
+		t.Fatalf("retried job %s %s %q", j.State, j.Outcome, j.Error)
 	}
 	for _, want := range []string{
 		"continues an earlier run that stopped at the job's token limit (limits.max_tokens)",
 		"Files changed so far: greet.go", "Steps done:\n- 1. Greet the world", "Steps left:\n- 2. Test the greeting",
 		"create greet_test.go: pin the greeting", // the previous plan
 	} {
-		if !strings.Contains(prompt.String(), want) {
-			t.Errorf("the retry's editor prompt lacks %q:\n%s", want, prompt.String())
+		if !strings.Contains(prompt, want) {
+			t.Errorf("the retry's editor prompt lacks %q:\n%s", want, prompt)
 		}
-	}
-	// The branch went on from the saved work: its commit is the parent of
-	// the retry's.
-	log, _ := e.GitHub.Log(owner, repoName, branch)
-	if len(log) < 2 || log[1].SHA != saved {
-		t.Fatalf("the retry's commit is not on top of the saved work %s: %+v", saved, log)
 	}
 	if g, _ := e.GitHub.FileAt(owner, repoName, branch, "greet.go"); !strings.Contains(g, "Hello, world") {
 		t.Fatalf("greet.go lost the saved work: %q", g)
@@ -197,9 +241,6 @@ func TestTokenLimitMidRunAndRetryResumes(t *testing.T) {
 		t.Fatalf("the rest of the work is not on %s: %v", branch, err)
 	}
 	prs := e.GitHub.PullRequests(owner, repoName)
-	if len(prs) != 1 || strings.Contains(prs[0].Body, "**Unfinished:**") {
-		t.Fatalf("after the retry: %+v", prs)
-	}
 	for _, f := range []string{"`greet.go`", "`greet_test.go`"} {
 		if !strings.Contains(prs[0].Body, f) {
 			t.Errorf("the report does not count %s from the default branch:\n%s", f, prs[0].Body)
@@ -209,11 +250,11 @@ func TestTokenLimitMidRunAndRetryResumes(t *testing.T) {
 
 // TestDailyTokenBudgetMidRun: the installation's daily tokens, counted per
 // call as they are spent (another job's use of the day included), stop a
-// running job at its next call.
+// running job at its next call; the next day a retry resumes it.
 func TestDailyTokenBudgetMidRun(t *testing.T) {
 	t.Parallel()
-	e := startLimited(t, []string{"SELFCODE_DAILY_TOKEN_BUDGET=1200"}, nil)
-	day := time.Now().UTC().Format(time.DateOnly)
+	e, clk := startLimited(t, []string{"SELFCODE_DAILY_TOKEN_BUDGET=1200"}, nil)
+	day := clk.Now().UTC().Format(time.DateOnly)
 	// Another job of the installation used 100 tokens today.
 	if _, err := e.Server.Store.AddUsage(context.Background(), e2e.InstallationID, day, store.DayUsage{Tokens: 100}); err != nil {
 		t.Fatal(err)
@@ -229,14 +270,17 @@ func TestDailyTokenBudgetMidRun(t *testing.T) {
 	if u, _ := e.Server.Store.Usage(context.Background(), e2e.InstallationID, day); u.Tokens != 1260 {
 		t.Fatalf("the day counts %d tokens, want 1260", u.Tokens)
 	}
+	nextDay(clk)
+	retryResumes(t, e, issue, j, pr, editorResumes(t, e))
 }
 
 // TestDailyCostBudgetMidRun: the installation's dollars for the day, from
 // the price table (configured prices; cached prompt tokens at their own
 // price), stop a running job; its cost is in the job record and /metrics.
+// The next day a retry resumes it.
 func TestDailyCostBudgetMidRun(t *testing.T) {
 	t.Parallel()
-	e := startLimited(t, []string{"SELFCODE_DAILY_COST_BUDGET=0.01",
+	e, clk := startLimited(t, []string{"SELFCODE_DAILY_COST_BUDGET=0.01",
 		"SELFCODE_MODEL_PRICES=planner=10,1,20; editor=10,1,20; fixer=10,1,20; reporter=1,1,1"}, nil)
 	issue, j := runIssue(t, e)
 	pr := assertStopped(t, e, issue, j, job.StopDailyCost, "edit")
@@ -249,7 +293,7 @@ func TestDailyCostBudgetMidRun(t *testing.T) {
 	if j.Usage == nil || j.Usage.CostUSD == nil || math.Abs(*j.Usage.CostUSD-want) > 1e-9 {
 		t.Fatalf("job usage %+v", j.Usage)
 	}
-	day := time.Now().UTC().Format(time.DateOnly)
+	day := clk.Now().UTC().Format(time.DateOnly)
 	if u, _ := e.Server.Store.Usage(context.Background(), e2e.InstallationID, day); math.Abs(u.Dollars()-want) > 1e-9 {
 		t.Fatalf("the day counts $%v, want $%v", u.Dollars(), want)
 	}
@@ -258,6 +302,8 @@ func TestDailyCostBudgetMidRun(t *testing.T) {
 		return strings.Contains(string(body), `selfcode_model_cost_dollars_total{model="editor"} 0.0092`) &&
 			strings.Contains(string(body), "selfcode_job_cost_dollars_count 1")
 	})
+	nextDay(clk)
+	retryResumes(t, e, issue, j, pr, editorResumes(t, e))
 }
 
 // timedOut runs a /selfcode job whose first request method path hangs
@@ -291,6 +337,14 @@ func TestTimeoutDuringCheckout(t *testing.T) {
 	if j.State != job.StateFailed || j.Outcome != job.OutcomeLimitReached || j.Stop != job.StopJobTimeout {
 		t.Fatalf("job %s %s stop %q %q", j.State, j.Outcome, j.Stop, j.Error)
 	}
+	stoppedInCheckout(t, e, issue)
+}
+
+// stoppedInCheckout checks that the job on issue stopped at job_timeout
+// during its checkout, before the pipeline ran, and that the issue is told
+// so.
+func stoppedInCheckout(t *testing.T, e *e2e.Harness, issue int) {
+	t.Helper()
 	if e.Scripted.Calls() != 0 || len(e.GitHub.PullRequests(owner, repoName)) != 0 {
 		t.Fatalf("the pipeline ran (%d) or a pull request was opened", e.Scripted.Calls())
 	}
@@ -308,9 +362,38 @@ func TestTimeoutDuringCheckout(t *testing.T) {
 	}
 }
 
+// TestRepositoryTimeoutAppliesOnceRead: a repository's own
+// limits.job_timeout is read from the repository, so its checkout runs
+// under the server's default (45m): a checkout that takes 20 minutes is
+// not cut at the repository's 10, and the job stops the moment the
+// setting is read — counted from the job's start — before anything else
+// starts (docs/operations.md, limits).
+func TestRepositoryTimeoutAppliesOnceRead(t *testing.T) {
+	t.Parallel()
+	clk := testclock.New(time.Now())
+	e := e2e.Start(t, e2e.Options{Now: clk.Now, GitHubOptions: withSample(map[string]string{".selfcode.yml": "limits: {job_timeout: 10m}\n"})})
+	e.GitHub.InjectFault(fakegithub.Fault{Method: http.MethodGet, PathPattern: "/" + owner + "/" + repoName + ".git/info/refs", Times: 1,
+		Reached: func(string, string) { clk.Add(20 * time.Minute) }})
+	issue, err := e.GitHub.AddIssue(owner, repoName, fakegithub.Issue{Title: "Greet the world", User: "writer"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, out := e.Comment(repoName, issue, "writer", "/selfcode")
+	j := e.Wait(out["job_id"].(string))
+	if j.State != job.StateFailed || j.Outcome != job.OutcomeLimitReached || j.Stop != job.StopJobTimeout || !strings.Contains(j.Error, "the job ran 10m0s") {
+		t.Fatalf("job %s %s stop %q %q", j.State, j.Outcome, j.Stop, j.Error)
+	}
+	for _, st := range j.Stages {
+		if st.Name == stage.Checkout && st.Status != stage.Pass {
+			t.Fatalf("the checkout was cut at the repository's limit: %s %q", st.Status, st.Summary)
+		}
+	}
+	stoppedInCheckout(t, e, issue)
+}
+
 // TestTimeoutDuringPublish: job_timeout reached while the pull request is
 // being opened; publishing gets its grace period and the (verified) work
-// becomes a draft marked unfinished, not lost.
+// becomes a draft marked unfinished, not lost; a retry resumes from it.
 func TestTimeoutDuringPublish(t *testing.T) {
 	t.Parallel()
 	e, issue, j := timedOut(t, http.MethodPost, "/repos/"+owner+"/"+repoName+"/pulls", verify.Verified)
@@ -318,4 +401,14 @@ func TestTimeoutDuringPublish(t *testing.T) {
 	if g, _ := e.GitHub.FileAt(owner, repoName, pr.Head, "greet.go"); !strings.Contains(g, "Hello, world (1)") {
 		t.Fatalf("the work is not on %s: %q", pr.Head, g)
 	}
+	retryResumes(t, e, issue, j, pr, func() string {
+		r := e.Scripted.Last().Resume
+		if r == nil {
+			t.Fatal("the retry's run was given no saved work to resume")
+		}
+		if r.Plan == nil || len(r.Changed) != 1 || r.Changed[0] != "greet.go" {
+			t.Errorf("the retry's run was told plan %v, changed %v", r.Plan, r.Changed)
+		}
+		return r.Stopped
+	})
 }

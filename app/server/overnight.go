@@ -31,8 +31,17 @@ func (s *Server) overnight(parts Parts, windows overnight.Windows, o Options) (j
 		s.log.Warn("no GitHub client for overnight outcomes and budget notices; issues will not be commented or relabelled")
 	}
 	// A nil issues converts to nil interfaces below: no comments, no labels.
+	var err error
+	s.budget, err = budget.New(budget.Options{Ledger: s.Store, Limit: cfg.DailyTokenBudget, CostLimit: cfg.DailyCostBudget,
+		Location: cfg.Location(), Now: s.Store.Now, Issues: issues, Logger: s.log})
+	if err != nil {
+		return jobHooks{}, err
+	}
+	// The report's narrative is the server's own model use: budgeted,
+	// priced and counted like a job's calls.
 	sched, err := overnight.New(overnight.Options{
 		Store: s.Store, Windows: windows, Issues: issues, Model: s.model, ReportURL: cfg.ReportWebhookURL,
+		Budget: s.budget.Server(), Prices: cfg.Prices(), Observer: s.Metrics,
 		Backoff: o.ReportBackoff, Location: cfg.Location(), OvernightLabel: cfg.OvernightLabel,
 		Tick: o.Tick, Logger: s.log,
 	})
@@ -40,11 +49,6 @@ func (s *Server) overnight(parts Parts, windows overnight.Windows, o Options) (j
 		return jobHooks{}, err
 	}
 	s.Overnight = sched
-	s.budget, err = budget.New(budget.Options{Ledger: s.Store, Limit: cfg.DailyTokenBudget, CostLimit: cfg.DailyCostBudget,
-		Location: cfg.Location(), Now: s.Store.Now, Issues: issues, Logger: s.log})
-	if err != nil {
-		return jobHooks{}, err
-	}
 	return jobHooks{admit: s.budget.Admit, finished: sched.JobFinished}, nil
 }
 

@@ -20,8 +20,8 @@ import (
 
 // A job's runner dies mid-way — it started its sandbox and panicked before
 // anything closed it. The worker records the job as failed, and the
-// server's periodic reaper removes the container while the server keeps
-// running (no restart), counting it on /metrics.
+// server's periodic reaper removes the container and its work volume while
+// the server keeps running (no restart), counting both on /metrics.
 func TestReaperRemovesTheSandboxOfADeadRunner(t *testing.T) {
 	t.Parallel()
 	sb := dockertest.Manager(t)
@@ -62,8 +62,9 @@ func TestReaperRemovesTheSandboxOfADeadRunner(t *testing.T) {
 		_, err := api.ContainerInspect(context.Background(), id)
 		return errdefs.IsNotFound(err)
 	})
-	e.Eventually("the reaped container counted on /metrics", func() bool {
+	e.Eventually("the reaped container and its work volume counted on /metrics", func() bool {
 		code, body := e.Admin(http.MethodGet, "/metrics", "")
-		return code == http.StatusOK && strings.Contains(string(body), `selfcode_sandbox_reaped_total{kind="container",reason="job_ended"} 1`)
+		return code == http.StatusOK && strings.Contains(string(body), `selfcode_sandbox_reaped_total{kind="container",reason="job_ended"} 1`) &&
+			strings.Contains(string(body), `selfcode_sandbox_reaped_total{kind="volume",reason="job_ended"} 1`)
 	})
 }

@@ -26,7 +26,8 @@ type Runtime interface {
 	Logger() *slog.Logger
 	// SetTimeout sets how long the whole run may last from its start (the
 	// repository's limits.job_timeout, once the runner has read it); the
-	// run's context is then canceled with a *job.StopError cause.
+	// run's context is then canceled with a *job.StopError cause — before
+	// SetTimeout returns when the run is already past it.
 	SetTimeout(d time.Duration)
 	// Grace is the context a run stopped at a time limit saves its work
 	// in: Options.PublishGrace long, and ended early only by a shutdown
@@ -351,12 +352,25 @@ type limits struct {
 	timeout  time.Duration // job_timeout from start; 0: none
 	overtime time.Time     // an overnight job's deadline; zero: none
 	detail   string        // overtime's setting, for the stop's detail
+	// now and stop, when set, let setTimeout stop a run at once.
+	now  func() time.Time
+	stop context.CancelCauseFunc
 }
 
+// setTimeout replaces the run's job_timeout (counted from its start). A
+// run already past the new one — a repository's limit shorter than its
+// checkout took — is stopped before setTimeout returns, so that nothing
+// more starts.
 func (l *limits) setTimeout(d time.Duration) {
 	l.mu.Lock()
-	defer l.mu.Unlock()
 	l.timeout = d
+	l.mu.Unlock()
+	if l.now == nil || l.stop == nil {
+		return
+	}
+	if stop := l.reached(l.now()); stop != nil {
+		l.stop(stop)
+	}
 }
 
 // reached is the limit now is at or past, or nil.
@@ -394,7 +408,7 @@ func (p *Pool) execute(owner string, j *job.Job) {
 	log := p.log.With("job_id", j.ID, "repo", j.Repo.FullName(), "issue", j.Issue, "installation_id", j.InstallationID)
 	ctx, cancel := context.WithCancelCause(p.runCtx)
 	defer cancel(nil)
-	lim := &limits{start: p.o.Store.Now(), timeout: p.o.JobTimeout}
+	lim := &limits{start: p.o.Store.Now(), timeout: p.o.JobTimeout, now: p.o.Store.Now, stop: cancel}
 	if j.Overnight && p.o.OvernightMaxDuration > 0 {
 		lim.overtime = lim.start.Add(p.o.OvernightMaxDuration)
 		lim.detail = fmt.Sprintf("SELFCODE_OVERNIGHT_MAX_DURATION %s", p.o.OvernightMaxDuration)

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/selfcode/selfcode/app/config"
+	"github.com/selfcode/selfcode/app/job"
 )
 
 var root = filepath.Join("..", "..")
@@ -38,6 +39,34 @@ func TestOperationsNamesEveryMetric(t *testing.T) {
 	for _, n := range regexp.MustCompile("`(selfcode_[a-z_]+)`").FindAllStringSubmatch(doc, -1) {
 		if !strings.Contains(src, `"`+n[1]+`"`) {
 			t.Errorf("docs/operations.md names %s, which app/metrics does not register", n[1])
+		}
+	}
+}
+
+// TestOperationsNamesEveryOutcome: the outcomes table of operations.md has
+// a row for every job outcome app/job defines (limit_reached included), and
+// names every limit a job stops at and every job state.
+func TestOperationsNamesEveryOutcome(t *testing.T) {
+	src := read(t, "app/job/job.go")
+	doc := read(t, "docs/operations.md")
+	outcomes := regexp.MustCompile(`Outcome\s*=\s*"([a-z_]+)"`).FindAllStringSubmatch(src, -1)
+	stops := regexp.MustCompile(`Stop\s*=\s*"([a-z_]+)"`).FindAllStringSubmatch(src, -1)
+	if len(outcomes) < 8 || len(stops) < 5 {
+		t.Fatalf("found only %d outcomes and %d stops in app/job/job.go", len(outcomes), len(stops))
+	}
+	for _, o := range outcomes {
+		if !strings.Contains(doc, "| `"+o[1]+"` |") {
+			t.Errorf("the outcomes table of docs/operations.md has no row for %s", o[1])
+		}
+	}
+	for _, s := range stops {
+		if !strings.Contains(doc, "`"+s[1]+"`") {
+			t.Errorf("docs/operations.md does not name the limit %s", s[1])
+		}
+	}
+	for _, st := range job.States {
+		if !strings.Contains(doc, "`"+string(st)+"`") {
+			t.Errorf("docs/operations.md does not name the state %s", st)
 		}
 	}
 }

@@ -203,11 +203,14 @@ type Harness struct {
 	Model    *fakeopenai.Server
 	Scripted *Scripted // the pipeline, when Options.Pipeline was nil
 	Server   *server.Server
-	env      []string
-	logs     syncBuffer
-	cancel   context.CancelFunc
-	done     chan struct{}
-	seq      int
+	// DataDir is the server's SELFCODE_DATA_DIR (its git mirrors and
+	// workspaces are under git/).
+	DataDir string
+	env     []string
+	logs    syncBuffer
+	cancel  context.CancelFunc
+	done    chan struct{}
+	seq     int
 }
 
 // Start starts the fakes and the server; everything stops when the test
@@ -231,7 +234,9 @@ func Start(t testing.TB, o Options) *Harness {
 	if h.o.ReapInterval == 0 {
 		h.o.ReapInterval = 20 * time.Millisecond
 	}
-	h.env = append(Env(t, h.GitHub, t.TempDir()),
+	dir := t.TempDir()
+	h.DataDir = filepath.Join(dir, "data")
+	h.env = append(Env(t, h.GitHub, dir),
 		"SELFCODE_LLM_BASE_URL="+model.URL(), "SELFCODE_LLM_API_KEY=k", "SELFCODE_LLM_MODEL_REPORTER=reporter")
 	h.env = append(h.env, o.Env...)
 	h.StartServer()

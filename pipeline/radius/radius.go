@@ -41,8 +41,14 @@ const (
 var ErrTooLarge = errors.New("too many source files to read their imports")
 
 // ErrUnsupported: the change touches code in a language whose imports
-// radius does not read, so what depends on it is unknown.
+// radius does not read (or a file of a kind it does not know), so what
+// depends on it is unknown.
 var ErrUnsupported = errors.New("code in a language whose imports selfcode does not read")
+
+// ErrUnread: files in the language of a touched unit were too large to
+// read (MaxFileBytes), so units that import it may be missing from the
+// radius.
+var ErrUnread = errors.New("files too large to read (over 2 MiB) were left out, so what imports the change may be missing")
 
 // Result is what Compute found.
 type Result struct {
@@ -56,7 +62,8 @@ type Result struct {
 	// Languages are the languages whose imports were read (those the
 	// repository has code in).
 	Languages []Language
-	// Skipped names files left out as too large to read.
+	// Skipped names files left out as too large to read; none of them is
+	// in the language of a touched unit (that is ErrUnread).
 	Skipped []string
 }
 
@@ -120,13 +127,16 @@ func (g *graph) edge(from, to unit) {
 
 // Compute reads the imports of the repository checked out at root and
 // returns the units that files (slash-separated paths relative to root, as
-// a plan names them) touch and the units that depend on those. Files that
-// are not code (documentation, data, configuration) and test files touch
-// nothing; a file not yet written touches its Go package if the directory
-// has one. It fails when a touched file is code in another language
-// (ErrUnsupported), when a touched Go file belongs to no module, or when a
-// file it must read cannot be read or parsed: a radius it cannot vouch for
-// is an error, never an empty answer.
+// a plan names them) touch and the units that depend on those. Files known
+// not to be code (documentation, data, configuration: NotCode) and test
+// files touch nothing; a file not yet written touches its Go package if
+// the directory has one, and nothing otherwise (nothing can import it
+// yet). It fails when a touched file that exists is anything else — code
+// in another language, a script, a schema, a file of an unknown kind
+// (ErrUnsupported) —, when a touched Go file belongs to no module, when a
+// file it must read cannot be read or parsed, or when a file in the
+// language of a touched unit was too large to read (ErrUnread): a radius
+// it cannot vouch for is an error, never an empty or smaller answer.
 func Compute(ctx context.Context, root string, files []string) (Result, error) {
 	tree, err := walk(ctx, root)
 	if err != nil {
@@ -147,8 +157,8 @@ func Compute(ctx context.Context, root string, files []string) (Result, error) {
 		res.Languages = append(res.Languages, l)
 	}
 	slices.Sort(res.Languages)
-	res.Skipped = g.skipped
 	hit := map[string]bool{}
+	touchedLangs := map[Language]bool{}
 	for _, f := range files {
 		u, ok, err := touchedUnit(root, tree, g, f)
 		if err != nil {
@@ -156,8 +166,22 @@ func Compute(ctx context.Context, root string, files []string) (Result, error) {
 		}
 		if ok && !hit[u.key()] {
 			hit[u.key()] = true
+			touchedLangs[u.lang] = true
 			res.Touched = append(res.Touched, u.name)
 		}
+	}
+	// A file left unread could import a touched unit of its language;
+	// other languages' cannot.
+	var unread []string
+	for _, rel := range g.skipped {
+		if touchedLangs[g.fileUnit[rel].lang] {
+			unread = append(unread, rel)
+		} else {
+			res.Skipped = append(res.Skipped, rel)
+		}
+	}
+	if len(unread) > 0 {
+		return Result{}, fmt.Errorf("%w: %s", ErrUnread, strings.Join(abbreviate(unread, 5), ", "))
 	}
 	sort.Strings(res.Touched)
 	res.Radius = dependents(g, hit)
@@ -189,10 +213,15 @@ func touchedUnit(root string, tree *tree, g *graph, f string) (unit, bool, error
 			}
 		}
 		return unit{}, false, nil
-	case isCode(rel):
-		return unit{}, false, fmt.Errorf("%s: %w", rel, ErrUnsupported)
+	case readsLanguage(rel) || NotCode(rel):
+		// A test, a file in a directory never read (build output,
+		// dependencies), or not code at all.
+		return unit{}, false, nil
 	}
-	return unit{}, false, nil
+	if _, err := os.Lstat(filepath.Join(root, filepath.FromSlash(rel))); errors.Is(err, fs.ErrNotExist) {
+		return unit{}, false, nil // not written yet: nothing imports it
+	}
+	return unit{}, false, fmt.Errorf("%s: %w", rel, ErrUnsupported)
 }
 
 // dependents are the units, not in hit, that import one in hit, directly
@@ -226,14 +255,59 @@ func dependents(g *graph, hit map[string]bool) []string {
 	return out
 }
 
-// otherCode are extensions of programming languages whose imports radius
-// does not read: a change to such a file has an unknown radius.
-var otherCode = []string{".rs", ".java", ".kt", ".kts", ".scala", ".c", ".h", ".cc", ".cpp", ".cxx", ".hpp", ".hh",
-	".cs", ".fs", ".vb", ".rb", ".php", ".swift", ".m", ".mm", ".dart", ".ex", ".exs", ".erl", ".hs", ".ml", ".clj",
-	".lua", ".pl", ".pm", ".r", ".jl", ".zig", ".nim", ".groovy", ".vue", ".svelte"}
+// readsLanguage reports a file of a language whose imports radius reads.
+func readsLanguage(rel string) bool {
+	ext := path.Ext(rel)
+	return ext == ".go" || ext == ".py" || ext == ".pyi" || slices.Contains(jsExts, ext)
+}
 
-func isCode(rel string) bool {
-	return slices.Contains(otherCode, strings.ToLower(path.Ext(rel)))
+// notCodeExts are the extensions of documentation, data, configuration,
+// styles and media: files no code imports as code. Anything else —
+// programming languages radius does not read, shell and other scripts,
+// SQL, Protocol Buffers, Terraform, unknown kinds — is code whose
+// dependents are unknown.
+var notCodeExts = []string{
+	".md", ".markdown", ".mdown", ".rst", ".txt", ".text", ".adoc", ".asciidoc", ".org", ".rdoc",
+	".json", ".jsonc", ".json5", ".yaml", ".yml", ".toml", ".ini", ".cfg", ".conf", ".properties", ".env",
+	".xml", ".csv", ".tsv", ".lock", ".sum", ".mod", ".gitignore", ".gitattributes", ".gitmodules",
+	".dockerignore", ".npmignore", ".prettierignore", ".eslintignore", ".editorconfig", ".nvmrc", ".python-version",
+	".tool-versions", ".css", ".scss", ".sass", ".less", ".html", ".htm",
+	".png", ".jpg", ".jpeg", ".gif", ".svg", ".ico", ".webp", ".bmp", ".pdf", ".woff", ".woff2", ".ttf", ".otf", ".eot",
+}
+
+// notCodeNames are files without an extension known by name as
+// documentation or build configuration (LICENSE, LICENSE-MIT, Makefile);
+// buildFiles may also have one (Dockerfile.dev, Makefile.in).
+var (
+	notCodeNames = []string{"license", "licence", "copying", "notice", "authors", "contributors", "codeowners", "owners",
+		"readme", "changelog", "changes", "history", "version", "procfile", "gnumakefile"}
+	buildFiles = []string{"dockerfile", "containerfile", "makefile"}
+)
+
+// NotCode reports a file that is documentation, data or configuration,
+// by its extension or name: a change to it has no blast radius.
+func NotCode(rel string) bool {
+	base := strings.ToLower(path.Base(rel))
+	ext := path.Ext(base)
+	if slices.Contains(notCodeExts, ext) {
+		return true
+	}
+	name, _, _ := strings.Cut(base, ".")
+	if slices.Contains(buildFiles, name) {
+		return true
+	}
+	if ext != "" {
+		return false
+	}
+	name, _, _ = strings.Cut(strings.ReplaceAll(base, "_", "-"), "-")
+	return slices.Contains(notCodeNames, name)
+}
+
+func abbreviate(list []string, n int) []string {
+	if len(list) <= n {
+		return list
+	}
+	return append(append([]string(nil), list[:n]...), fmt.Sprintf("and %d more", len(list)-n))
 }
 
 // tree is the repository's files, as read once (no symlink followed).

@@ -61,6 +61,9 @@ func TestCompute(t *testing.T) {
 			[]string{"example.com/layers/cmd/tool", "example.com/tools/gen"}, []Language{Go}},
 		{"go: tests, data and new directories touch nothing", "gomodule", []string{"a/a_test.go", "README.md", "a/data.json", "z/new.go"}, nil, nil, []Language{Go}},
 		{"go: the nested module's own packages", "gomodule", []string{"tools/gen/gen.go"}, []string{"example.com/tools/gen"}, nil, []Language{Go}},
+		{"documentation, configuration and files not written yet touch nothing", "gomodule",
+			[]string{"Dockerfile", "Makefile", "LICENSE-MIT", "docs/guide.rst", ".github/workflows/ci.yml", "web/site.css", "scripts/new.sh", "db/new.sql"},
+			nil, nil, []Language{Go}},
 
 		// Python: relative and absolute imports, parenthesised and continued
 		// lines, imports inside functions; comments, strings and tests do not
@@ -104,6 +107,13 @@ func TestComputeRefusesWhatItCannotMeasure(t *testing.T) {
 		is    error
 	}{
 		{"code in another language", map[string]string{"native/lib.rs": "fn main() {}\n"}, []string{"native/lib.rs"}, "native/lib.rs", ErrUnsupported},
+		// Scripts, schemas and infrastructure have dependents radius does
+		// not read; a kind of file it does not know may be code.
+		{"a shell script", map[string]string{"scripts/deploy.sh": "#!/bin/sh\n"}, []string{"a/a.go", "scripts/deploy.sh"}, "scripts/deploy.sh", ErrUnsupported},
+		{"SQL", map[string]string{"db/schema.sql": "create table t (id int);\n"}, []string{"db/schema.sql"}, "db/schema.sql", ErrUnsupported},
+		{"a protocol buffer", map[string]string{"api/greet.proto": "syntax = \"proto3\";\n"}, []string{"api/greet.proto"}, "api/greet.proto", ErrUnsupported},
+		{"terraform", map[string]string{"infra/main.tf": "module \"x\" {}\n"}, []string{"infra/main.tf"}, "infra/main.tf", ErrUnsupported},
+		{"an unknown kind of file", map[string]string{"tools/run.zz": "x\n"}, []string{"tools/run.zz"}, "tools/run.zz", ErrUnsupported},
 		{"a Go file in no module", nil, []string{"../outside.go"}, "", nil},
 		{"a Go file whose imports cannot be read", map[string]string{"broken/broken.go": "package broken\n\nimport (\n\t\"fmt\n"}, []string{"a/a.go"}, "broken/broken.go", nil},
 		{"a go.mod without a module line", map[string]string{"tools/go.mod": "go 1.22\n"}, []string{"a/a.go"}, "tools/go.mod names no module", nil},
@@ -139,6 +149,48 @@ func TestComputeRefusesWhatItCannotMeasure(t *testing.T) {
 	}
 	if _, err := Compute(context.Background(), dir, []string{"main.go"}); err == nil || !strings.Contains(err.Error(), "no Go module") {
 		t.Fatalf("a Go file in no module: %v", err)
+	}
+}
+
+// A file too large to read is never silently left out of a radius: in
+// the language of a touched unit it could import it, so the radius is
+// refused (ErrUnread, naming it); in another language it cannot, and it
+// is only listed in Result.Skipped.
+func TestComputeRefusesARadiusWithUnreadFiles(t *testing.T) {
+	t.Parallel()
+	dir := copyTestdata(t, "python")
+	huge := "import shop.money\n" + strings.Repeat("# padding\n", MaxFileBytes/10+1)
+	for _, p := range []string{"src/shop/huge.py", "web/bundle.js"} {
+		if err := os.MkdirAll(filepath.Dir(filepath.Join(dir, p)), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, p), []byte(huge), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	_, err := Compute(context.Background(), dir, []string{"src/shop/money.py"})
+	if !errors.Is(err, ErrUnread) || !strings.Contains(err.Error(), "src/shop/huge.py") || strings.Contains(err.Error(), "bundle.js") {
+		t.Fatalf("err = %v, want ErrUnread naming src/shop/huge.py alone", err)
+	}
+	// A plan touching no Python unit: the Python file cannot import it.
+	res, err := Compute(context.Background(), dir, []string{"README.md"})
+	if err != nil || !reflect.DeepEqual(res.Skipped, []string{"src/shop/huge.py", "web/bundle.js"}) {
+		t.Fatalf("skipped %v, err %v", res.Skipped, err)
+	}
+}
+
+func TestNotCode(t *testing.T) {
+	t.Parallel()
+	for _, f := range []string{"README", "README.md", "docs/a.rst", "LICENSE", "LICENSE-APACHE", "COPYING", "Dockerfile", "Dockerfile.dev",
+		"Makefile", ".gitignore", ".env", "config/app.yaml", "package.json", "go.sum", "go.mod", "img/logo.svg", "web/a.css"} {
+		if !NotCode(f) {
+			t.Errorf("%s is not code", f)
+		}
+	}
+	for _, f := range []string{"deploy.sh", "version.sh", "license.py", "schema.sql", "a.proto", "main.tf", "x.rs", "build.gradle", "Jenkinsfile", "run"} {
+		if NotCode(f) {
+			t.Errorf("%s may be code", f)
+		}
 	}
 }
 

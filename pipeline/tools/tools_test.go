@@ -12,6 +12,7 @@ import (
 	"testing"
 	"unicode/utf8"
 
+	"github.com/selfcode/selfcode/internal/tripwire"
 	"github.com/selfcode/selfcode/pipeline/chat"
 )
 
@@ -132,6 +133,63 @@ func TestSearch(t *testing.T) {
 				}
 			}
 			assertSameTree(t, before, root)
+		})
+	}
+}
+
+// A search reads no git configuration but its own: a .git planted in the
+// checkout (a directory, or a file pointing at a git directory elsewhere)
+// and the host's git configuration (global, XDG, GIT_CONFIG_* in the
+// environment) may define an fsmonitor, hooks, a pager, drivers for the
+// repository's .gitattributes, an excludes file hiding code and grep
+// settings that change its output: none of it runs or applies.
+func TestSearchIgnoresPlantedGitConfiguration(t *testing.T) {
+	w := tripwire.New(t)
+	hidden := filepath.Join(t.TempDir(), "exclude")
+	if err := os.WriteFile(hidden, []byte("util/\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cfg := "[core]\n\tfsmonitor = " + w.Path + "\n\thooksPath = " + w.Hooks(t) + "\n\tpager = " + w.Path +
+		"\n\texcludesFile = " + hidden + "\n[pager]\n\tgrep = " + w.Path +
+		"\n[grep]\n\tcolumn = true\n\tfullName = true\n\tfallbackToNoIndex = true\n" +
+		"[diff \"evil\"]\n\ttextconv = " + w.Path + "\n[filter \"evil\"]\n\tclean = " + w.Path + "\n\tsmudge = " + w.Path + "\n\trequired = true\n"
+	home, xdg := t.TempDir(), t.TempDir()
+	write(t, home, ".gitconfig", cfg)
+	write(t, xdg, "git/config", cfg)
+	t.Setenv("HOME", home)
+	t.Setenv("XDG_CONFIG_HOME", xdg)
+	t.Setenv("GIT_CONFIG_COUNT", "1")
+	t.Setenv("GIT_CONFIG_KEY_0", "grep.column")
+	t.Setenv("GIT_CONFIG_VALUE_0", "true")
+	t.Setenv("GIT_DIR", filepath.Join(t.TempDir(), "elsewhere"))
+
+	for _, how := range []string{"a .git directory", "a .git file"} {
+		t.Run(how, func(t *testing.T) {
+			root := sampleRepo(t)
+			gitDir := filepath.Join(root, ".git")
+			if how == "a .git file" {
+				gitDir = filepath.Join(t.TempDir(), "hostile.git")
+				if err := os.RemoveAll(filepath.Join(root, ".git")); err != nil {
+					t.Fatal(err)
+				}
+				write(t, root, ".git", "gitdir: "+gitDir+"\n")
+			}
+			write(t, gitDir, "config", "[core]\n\tbare = false\n\trepositoryformatversion = 0\n"+cfg)
+			write(t, gitDir, "HEAD", "ref: refs/heads/main\n")
+			write(t, gitDir, "info/exclude", "util/\n")
+			for _, d := range []string{"objects", "refs"} {
+				if err := os.MkdirAll(filepath.Join(gitDir, d), 0o755); err != nil {
+					t.Fatal(err)
+				}
+			}
+			w.Link(t, filepath.Join(gitDir, "hooks"), tripwire.HookNames...)
+			write(t, root, ".gitattributes", "* diff=evil filter=evil\n")
+
+			res := do(t, newTools(t, root, Options{Policy: policy}), Search, map[string]any{"pattern": `func Greet\(`})
+			if want := "util/strings.go:6: func Greet(name string) string {\n"; res.Outcome != OutcomeOK || res.Output != want {
+				t.Fatalf("search = %q %q, want %q", res.Outcome, res.Output, want)
+			}
+			w.Untouched(t, "planted git configuration")
 		})
 	}
 }
