@@ -146,7 +146,7 @@ func (g *Git) run(ctx context.Context, c call) (result, error) {
 		}
 	}
 	if c.gitDir != "" {
-		opts, err := g.driverOptions(ctx, c.gitDir)
+		opts, err := driverOptions(ctx, g.gitPath, c.gitDir)
 		if err != nil {
 			return result{}, err
 		}
@@ -195,8 +195,8 @@ func (g *Git) run(ctx context.Context, c call) (result, error) {
 // makes passes --no-ext-diff --no-textconv, and git log and commit make
 // none.) A name git's -c syntax cannot carry (it holds "=") refuses the
 // call.
-func (g *Git) driverOptions(ctx context.Context, gitDir string) ([]string, error) {
-	cmd := exec.CommandContext(ctx, g.gitPath, append(append([]string(nil), hardening...),
+func driverOptions(ctx context.Context, gitPath, gitDir string) ([]string, error) {
+	cmd := exec.CommandContext(ctx, gitPath, append(append([]string(nil), hardening...),
 		"--git-dir="+gitDir, "config", "--list", "--name-only", "-z")...)
 	cmd.Env = baseEnv()
 	cmd.WaitDelay = 5 * time.Second

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 )
 
@@ -13,7 +14,7 @@ import (
 // job can change. The checkout itself and its index are left alone.
 func (g *Git) Export(ctx context.Context, ws *Workspace, dst string) error {
 	return export(ctx, ws.BaseSHA, dst, func(env []string, args ...string) error {
-		_, err := g.run(ctx, call{dir: dst, noRepo: true, repo: ws.Repo.FullName(), env: env,
+		_, err := g.run(ctx, call{dir: dst, noRepo: true, repo: ws.Repo.FullName(), env: env, gitDir: ws.GitDir,
 			args: append([]string{"--git-dir=" + ws.GitDir, "--work-tree=" + dst}, args...)})
 		return err
 	})
@@ -23,8 +24,16 @@ func (g *Git) Export(ctx context.Context, ws *Workspace, dst string) error {
 // clones of `selfcode run` and `selfcode eval`): commit rev of the
 // repository whose git directory is gitDir, into dst.
 func ExportLocal(ctx context.Context, gitDir, rev, dst string) error {
+	bin, err := exec.LookPath("git")
+	if err != nil {
+		return fmt.Errorf("find git: %w", err)
+	}
+	drivers, err := driverOptions(ctx, bin, gitDir)
+	if err != nil {
+		return err
+	}
 	return export(ctx, rev, dst, func(env []string, args ...string) error {
-		_, err := Local(ctx, dst, env, append([]string{"--git-dir=" + gitDir, "--work-tree=" + dst}, args...)...)
+		_, err := Local(ctx, dst, env, append(append(drivers, "--git-dir="+gitDir, "--work-tree="+dst), args...)...)
 		return err
 	})
 }

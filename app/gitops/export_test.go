@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/selfcode/selfcode/internal/tripwire"
 )
 
 // treeOf lists every file under dir (not .git) with its mode and content,
@@ -107,5 +109,35 @@ func TestExportIsTheBaseAsCheckedOut(t *testing.T) {
 	}
 	if err := h.g.Export(t.Context(), &Workspace{GitDir: ws.GitDir, BaseSHA: "--output=x"}, t.TempDir()); err == nil {
 		t.Error("an option for a revision was exported")
+	}
+}
+
+// A base commit whose .gitattributes names a filter the git directory's
+// configuration defines (planted) runs nothing when it is exported: the
+// export is a checkout, where a smudge filter would run.
+func TestExportRunsNoPlantedFilter(t *testing.T) {
+	remote := newFakeRemote(t)
+	h := newHarness(t)
+	human := remote.create(t, "acme", "widgets")
+	human.write(".gitattributes", "* filter=evil\n")
+	human.write("notes.txt", "one\n")
+	human.commit("attributes name a filter")
+	human.push("main")
+	ws, err := h.g.NewWorkspace(t.Context(), WorkspaceOptions{Repo: remote.repo("acme", "widgets"), ID: "export",
+		Branch: "selfcode/issue-1", Base: "main", Token: StaticToken(testToken)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := tripwire.New(t)
+	runGit(t, "", "--git-dir="+ws.GitDir, "config", "filter.evil.smudge", w.Path)
+	runGit(t, "", "--git-dir="+ws.GitDir, "config", "filter.evil.required", "true")
+	for name, export := range map[string]func(dst string) error{
+		"workspace": func(dst string) error { return h.g.Export(t.Context(), ws, dst) },
+		"local":     func(dst string) error { return ExportLocal(t.Context(), ws.GitDir, ws.BaseSHA, dst) },
+	} {
+		if err := export(t.TempDir()); err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		w.Untouched(t, name+" export")
 	}
 }
