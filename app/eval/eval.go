@@ -319,6 +319,10 @@ func (e *evaluator) task(ctx context.Context, c Candidate) Task {
 	if !testsFailOnBase(base, withTests) {
 		return end(StatusSkipped, "the held-back tests do not fail on the base: nothing to fix")
 	}
+	files, err := readHeldBack(ctx, e.top, c)
+	if err != nil {
+		return end(StatusError, err.Error())
+	}
 
 	out, usage, err := e.attempt(ctx, c, ws, cfg, text)
 	t.Usage = usage
@@ -335,7 +339,7 @@ func (e *evaluator) task(ctx context.Context, c Candidate) Task {
 	if err != nil {
 		return end(StatusError, err.Error())
 	}
-	g := grade(base, withTests, result)
+	g := grade(base, withTests, result, files)
 	t.Fixed, t.Broken, t.Resolved = g.Fixed, g.Broken, g.Resolved
 	t.Status = StatusUnresolved
 	if g.Resolved {

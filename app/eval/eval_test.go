@@ -228,8 +228,9 @@ func idler() *model {
 	}}
 }
 
-// breaker makes Sub subtract the wrong way round, which TestSub catches,
-// and cannot fix it.
+// breaker adds Mul, as the newest task asks, and makes Sub subtract the
+// wrong way round, which TestSub and TestSubBelowZero catch; it cannot
+// fix that.
 func breaker() *model {
 	return &model{name: "breaker", respond: func(role string, req fakeopenai.Request) fakeopenai.Step {
 		switch {
@@ -237,7 +238,8 @@ func breaker() *model {
 			return plan("calc.go")
 		case role == "editor" && !hasToolResult(req):
 			return fakeopenai.Step{ToolCalls: []fakeopenai.ToolCall{toolCall("str_replace", map[string]string{"path": "calc.go",
-				"old_str": "func Sub(a, b int) int { return a - b }", "new_str": "func Sub(a, b int) int { return b - a }"})}}
+				"old_str": "func Sub(a, b int) int { return a - b }",
+				"new_str": "func Sub(a, b int) int { return b - a }\n\n// Mul returns a times b.\nfunc Mul(a, b int) int { return a * b }"})}}
 		}
 		return finish("done")
 	}}
@@ -405,18 +407,23 @@ func TestAModelThatChangesNothingResolvesNothing(t *testing.T) {
 func TestAModelThatBreaksATestIsUnresolvedAndSaidSo(t *testing.T) {
 	h := newHarness(t)
 	rep, _ := h.run(breaker(), func(o *Options) { o.Limit = 3 })
-	broke := 0
 	for _, tk := range rep.Tasks {
 		if tk.Status != StatusUnresolved || tk.Verdict != "failed" || tk.Agrees == nil || !*tk.Agrees || tk.FixRounds != 1 {
 			t.Errorf("%s: %s, verdict %q, agrees %v, fix rounds %d", short(tk.Commit), tk.Status, tk.Verdict, tk.Agrees, tk.FixRounds)
 		}
-		if slices.Contains(tk.Broken, "TestSub (example.com/calc)") {
-			broke++
+		if want := []string{"TestSub (example.com/calc)", "TestSubBelowZero (example.com/calc)"}; !slices.Equal(tk.Broken, want) {
+			t.Errorf("%s broke %q, want %q", short(tk.Commit), tk.Broken, want)
 		}
 	}
-	// Where the held-back tests build on the base, the broken test shows.
-	if s := rep.Summary; broke != 2 || s.Resolved != 0 || *s.Agreement != 1 || s.FixRounds != 3 {
-		t.Fatalf("%d tasks broke TestSub; summary %+v\n%s", broke, s, dump(rep))
+	// The newest task's held-back test does not build on the base, so
+	// that run cannot say TestSub passed there: the base's own run does.
+	// The model added Mul, so the held-back test is fixed — and the task
+	// is still unresolved, as TestSub broke, and selfcode said so.
+	if mul := rep.Tasks[0]; short(mul.Commit) != short(commitMul) || !slices.Equal(mul.Fixed, []string{"TestMulForReportTotals (example.com/calc)"}) {
+		t.Errorf("%s fixed %q, want TestMulForReportTotals", short(mul.Commit), mul.Fixed)
+	}
+	if s := rep.Summary; len(rep.Tasks) != 3 || s.Resolved != 0 || *s.Agreement != 1 || s.FixRounds != 3 {
+		t.Fatalf("summary %+v\n%s", s, dump(rep))
 	}
 }
 
