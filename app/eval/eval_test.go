@@ -51,24 +51,101 @@ func TestMain(m *testing.M) {
 type harness struct {
 	t     *testing.T
 	repo  string
+	name  string // names the repository's warm sandbox caches
 	m     *sandbox.Manager
 	store string // the test's own kept results
+	tasks []taskSecrets
+}
+
+// taskSecrets is a candidate commit of the history, by its subject, and
+// what its held-back tests hold that no prompt of its task may: the
+// markers the history puts in them (selfcode-held-back-NAME) and the
+// names of the tests it adds.
+type taskSecrets struct {
+	subject string
+	secrets []string
 }
 
 func newHarness(t *testing.T) *harness {
 	m := dockertest.Manager(t)
-	return &harness{t: t, repo: history(t), m: m, store: t.TempDir()}
+	h := &harness{t: t, repo: history(t), name: evalRepo, m: m, store: t.TempDir()}
+	h.readTasks()
+	return h
 }
 
-// model is a scripted model: respond answers each request by its role.
+var (
+	markerRE = regexp.MustCompile(`selfcode-held-back-[a-z0-9-]+`)
+	// testNameRE finds the tests a file declares: Go, pytest, Jest.
+	testNameRE = regexp.MustCompile(`func (Test\w+)\(|def (test_\w+)\(|\b(?:test|it)\(\s*"([^"]+)"`)
+)
+
+// readTasks reads what each candidate of the history holds back; every
+// task must hold a marker back, or the leak check could not fail.
+func (h *harness) readTasks() {
+	ctx := context.Background()
+	cands, err := Candidates(ctx, h.repo, 20)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	for _, c := range cands {
+		msg, err := message(ctx, h.repo, c.Commit)
+		if err != nil {
+			h.t.Fatal(err)
+		}
+		files, err := readHeldBack(ctx, h.repo, c)
+		if err != nil {
+			h.t.Fatal(err)
+		}
+		ts := taskSecrets{subject: firstLine(msg)}
+		for _, f := range files {
+			// What the commit adds: older commits' are in its base.
+			for _, m := range markerRE.FindAllString(f.After, -1) {
+				if !strings.Contains(f.Before, m) {
+					ts.secrets = append(ts.secrets, m)
+				}
+			}
+			for _, m := range testNameRE.FindAllStringSubmatch(f.After, -1) {
+				name := m[1] + m[2] + m[3]
+				if len(name) >= 8 && !strings.Contains(f.Before, name) {
+					ts.secrets = append(ts.secrets, name)
+				}
+			}
+		}
+		if !slices.ContainsFunc(ts.secrets, markerRE.MatchString) {
+			h.t.Fatalf("%s (%s) holds back no marker", short(c.Commit), ts.subject)
+		}
+		h.tasks = append(h.tasks, ts)
+	}
+}
+
+// taskOf is the index of the task a request is for, by the subject it
+// holds (the planner's and editor's prompts hold the task; the plan the
+// scripted models write names it too, for the fixer's); -1 when it holds
+// no subject or several.
+func (h *harness) taskOf(req fakeopenai.Request) int {
+	text, found := messagesText(req), -1
+	for i, tk := range h.tasks {
+		if strings.Contains(text, tk.subject) {
+			if found >= 0 {
+				return -1
+			}
+			found = i
+		}
+	}
+	return found
+}
+
+// model is a scripted model: respond answers each request by the task it
+// is for (its subject) and its role.
 type model struct {
 	name    string
-	respond func(role string, req fakeopenai.Request) fakeopenai.Step
+	respond func(task, role string, req fakeopenai.Request) fakeopenai.Step
 	fake    *fakeopenai.Server
+	checked map[string]int // requests checked for leaks, per role
 }
 
 // run evaluates with the model; the harness keeps results across its
-// runs.
+// runs. Every request the model received is checked for leaks.
 func (h *harness) run(mdl *model, mod func(*Options)) (*Report, string) {
 	t := h.t
 	t.Helper()
@@ -79,7 +156,12 @@ func (h *harness) run(mdl *model, mod func(*Options)) (*Report, string) {
 		fakeRoles[roles[r]] = string(r)
 	}
 	fake, err := fakeopenai.New(fakeopenai.Options{Roles: fakeRoles, Responder: func(req fakeopenai.Request) fakeopenai.Step {
-		st := mdl.respond(req.Role, req)
+		i := h.taskOf(req)
+		if i < 0 {
+			t.Errorf("a %s request for no one known task:\n%.800s", req.Role, messagesText(req))
+			return finish("no task")
+		}
+		st := mdl.respond(h.tasks[i].subject, req.Role, req)
 		st.PromptTokens, st.CompletionTokens = 100, 10
 		return st
 	}})
@@ -96,7 +178,7 @@ func (h *harness) run(mdl *model, mod func(*Options)) (*Report, string) {
 	cfg.DataDir = baselines
 	log := slog.New(slog.DiscardHandler)
 	var progress bytes.Buffer
-	o := Options{RepoDir: h.repo, Workers: 2, Repository: evalRepo, Model: client, Models: roles,
+	o := Options{RepoDir: h.repo, Workers: 2, Repository: h.name, Model: client, Models: roles,
 		Pipeline: func(m chat.Model) (*pipeline.Pipeline, error) {
 			return server.Pipeline(server.PipelineOptions{Config: cfg, Logger: log, Sandbox: h.m, Model: m})
 		},
@@ -108,7 +190,42 @@ func (h *harness) run(mdl *model, mod func(*Options)) (*Report, string) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	mdl.checked = h.checkNoLeak(rep, fake.Requests())
 	return rep, progress.String()
+}
+
+// checkNoLeak checks every request the model received — planner, editor,
+// fixer, reporter — for what the tests held back: no request of a task
+// holds a marker or a new test name of its commit, or of any newer one
+// (an older commit's tests are in its base, rightly). Graded tasks that
+// ran called the model; the others did not. It returns the requests
+// checked per role.
+func (h *harness) checkNoLeak(rep *Report, reqs []fakeopenai.Request) map[string]int {
+	checked := map[string]int{}
+	asked := map[string]int{}
+	for _, r := range reqs {
+		i := h.taskOf(r)
+		if i < 0 {
+			h.t.Errorf("request %d (%s) is for no one known task", r.Seq, r.Role)
+			continue
+		}
+		text := messagesText(r) + string(r.Raw)
+		for _, newer := range h.tasks[:i+1] {
+			for _, s := range newer.secrets {
+				if strings.Contains(text, s) {
+					h.t.Errorf("%q, held back with %q, reached the model in the %s's request %d, of the task %q", s, newer.subject, r.Role, r.Seq, h.tasks[i].subject)
+				}
+			}
+		}
+		checked[r.Role]++
+		asked[h.tasks[i].subject]++
+	}
+	for _, tk := range rep.Tasks {
+		if !tk.Resumed && (asked[tk.Subject] > 0) != tk.Graded() {
+			h.t.Errorf("%s (%s): %d requests", short(tk.Commit), tk.Status, asked[tk.Subject])
+		}
+	}
+	return checked
 }
 
 // messagesText is everything a request sent the model: messages and the
@@ -145,8 +262,12 @@ func toolCall(name string, args map[string]string) fakeopenai.ToolCall {
 	return fakeopenai.ToolCall{Name: name, Arguments: string(b)}
 }
 
-func plan(file string) fakeopenai.Step {
-	return fakeopenai.Step{Content: `{"summary":"Fix it","steps":[{"id":"1","title":"Fix it","files":[{"path":"` + file +
+// plan plans to change file for the task; the plan names the task, so the
+// fixer's prompt, which holds the plan and not the task, can be told
+// apart from another task's.
+func plan(task, file string) fakeopenai.Step {
+	summary, _ := json.Marshal("Fix: " + task)
+	return fakeopenai.Step{Content: `{"summary":` + string(summary) + `,"steps":[{"id":"1","title":"Fix it","files":[{"path":"` + file +
 		`","action":"modify","purpose":"the fix"}],"acceptance":["the tests pass"]}],"risks":[],"questions":[]}`}
 }
 
@@ -196,21 +317,16 @@ func replayer(t *testing.T, repo string) *model {
 		}
 		fixes = append(fixes, f)
 	}
-	find := func(req fakeopenai.Request) fix {
-		text := messagesText(req)
-		for _, f := range fixes {
-			if strings.Contains(text, f.subject) {
-				return f
-			}
+	return &model{name: "replay", respond: func(task, role string, req fakeopenai.Request) fakeopenai.Step {
+		i := slices.IndexFunc(fixes, func(f fix) bool { return f.subject == task })
+		if i < 0 || len(fixes[i].files) == 0 {
+			t.Errorf("no change to replay for %q", task)
+			return finish("nothing")
 		}
-		t.Errorf("a request for no known task:\n%.500s", text)
-		return fix{files: []string{"calc.go"}}
-	}
-	return &model{name: "replay", respond: func(role string, req fakeopenai.Request) fakeopenai.Step {
-		f := find(req)
+		f := fixes[i]
 		switch {
 		case role == "planner":
-			return plan(f.files[0])
+			return plan(task, f.files[0])
 		case role == "editor" && !hasToolResult(req):
 			return fakeopenai.Step{ToolCalls: f.calls}
 		}
@@ -220,9 +336,9 @@ func replayer(t *testing.T, repo string) *model {
 
 // idler plans, then changes nothing.
 func idler() *model {
-	return &model{name: "idle", respond: func(role string, req fakeopenai.Request) fakeopenai.Step {
+	return &model{name: "idle", respond: func(task, role string, req fakeopenai.Request) fakeopenai.Step {
 		if role == "planner" {
-			return plan("calc.go")
+			return plan(task, "calc.go")
 		}
 		return finish("nothing to change")
 	}}
@@ -232,10 +348,10 @@ func idler() *model {
 // wrong way round, which TestSub and TestSubBelowZero catch; it cannot
 // fix that.
 func breaker() *model {
-	return &model{name: "breaker", respond: func(role string, req fakeopenai.Request) fakeopenai.Step {
+	return &model{name: "breaker", respond: func(task, role string, req fakeopenai.Request) fakeopenai.Step {
 		switch {
 		case role == "planner":
-			return plan("calc.go")
+			return plan(task, "calc.go")
 		case role == "editor" && !hasToolResult(req):
 			return fakeopenai.Step{ToolCalls: []fakeopenai.ToolCall{toolCall("str_replace", map[string]string{"path": "calc.go",
 				"old_str": "func Sub(a, b int) int { return a - b }",
@@ -253,8 +369,6 @@ func statuses(rep *Report) []string {
 	}
 	return out
 }
-
-var testFunc = regexp.MustCompile(`^func (Test\w+)\(`)
 
 func TestReplayedFixesAreAllResolvedAndVerified(t *testing.T) {
 	h := newHarness(t)
@@ -296,50 +410,19 @@ func TestReplayedFixesAreAllResolvedAndVerified(t *testing.T) {
 		t.Errorf("summary %+v", s)
 	}
 
-	// The held-back tests never reached the model: no line a commit added
-	// to its tests, and no test it named, is in any request of its task
-	// (older commits' tests are in newer bases, rightly). The tasks that
-	// were not graded never called the model.
-	ctx := context.Background()
-	reqs := mdl.fake.Requests()
-	for _, tk := range rep.Tasks {
-		var asked strings.Builder
-		for _, r := range reqs {
-			if text := messagesText(r); strings.Contains(text, tk.Subject) {
-				asked.WriteString(text)
-			}
+	// The issue the commit says it fixes is part of its task.
+	var asked strings.Builder
+	for _, r := range mdl.fake.Requests() {
+		if text := messagesText(r); strings.Contains(text, rep.Tasks[2].Subject) {
+			asked.WriteString(text)
 		}
-		if asked.Len() == 0 && tk.Graded() || asked.Len() > 0 && !tk.Graded() {
-			t.Errorf("%s (%s): %d bytes of requests", short(tk.Commit), tk.Status, asked.Len())
-		}
-		diff, err := gitLine(ctx, h.repo, "diff", tk.Base, tk.Commit, "--", "*_test.go")
-		if err != nil {
-			t.Fatal(err)
-		}
-		checked := 0
-		for _, l := range strings.Split(diff, "\n") {
-			added := strings.TrimSpace(strings.TrimPrefix(l, "+"))
-			if !strings.HasPrefix(l, "+") || strings.HasPrefix(l, "+++") || len(added) < 12 {
-				continue
-			}
-			checked++
-			if strings.Contains(asked.String(), added) {
-				t.Errorf("a held-back test line of %s reached the model: %q", short(tk.Commit), added)
-			}
-			if name := testFunc.FindStringSubmatch(added); name != nil && strings.Contains(asked.String(), name[1]) {
-				t.Errorf("the held-back test %s of %s reached the model", name[1], short(tk.Commit))
-			}
-		}
-		if checked == 0 {
-			t.Errorf("%s: no held-back line to look for", short(tk.Commit))
-		}
-		// The issue the commit says it fixes is part of its task.
-		if short(tk.Commit) == commitAdd {
-			if !strings.Contains(asked.String(), "Linked issue #1: "+issue.Title+"\n\n"+issue.Body) ||
-				len(tk.LinkedIssues) != 1 || !tk.LinkedIssues[0].Included {
-				t.Errorf("the linked issue is not in the task: %+v", tk.LinkedIssues)
-			}
-		}
+	}
+	if tk := rep.Tasks[2]; !strings.Contains(asked.String(), "Linked issue #1: "+issue.Title+"\n\n"+issue.Body) ||
+		len(tk.LinkedIssues) != 1 || !tk.LinkedIssues[0].Included {
+		t.Errorf("the linked issue is not in the task: %+v", tk.LinkedIssues)
+	}
+	if mdl.checked["planner"] != 3 || mdl.checked["editor"] < 6 {
+		t.Errorf("requests checked for leaks: %v", mdl.checked)
 	}
 
 	var table, js bytes.Buffer
@@ -372,7 +455,7 @@ func TestReplayedFixesAreAllResolvedAndVerified(t *testing.T) {
 
 	// A second run keeps what finished: no model call, the environment
 	// error checked again.
-	again, _ := h.run(&model{name: "replay", respond: func(role string, req fakeopenai.Request) fakeopenai.Step {
+	again, _ := h.run(&model{name: "replay", respond: func(task, role string, req fakeopenai.Request) fakeopenai.Step {
 		t.Errorf("a kept task called the model")
 		return finish("no")
 	}}, nil)
@@ -392,6 +475,9 @@ func TestAModelThatChangesNothingResolvesNothing(t *testing.T) {
 			t.Errorf("%s: %s, verdict %q, fixed %q, agrees %v", short(tk.Commit), tk.Status, tk.Verdict, tk.Fixed, tk.Agrees)
 		}
 	}
+	if mdl.checked["planner"] != 3 || mdl.checked["editor"] < 3 {
+		t.Errorf("requests checked for leaks: %v", mdl.checked)
+	}
 	if s := rep.Summary; len(rep.Tasks) != 3 || s.Resolved != 0 || *s.ResolvedRate != 0 || *s.Agreement != 1 {
 		t.Fatalf("summary %+v\n%s", s, dump(rep))
 	}
@@ -406,7 +492,14 @@ func TestAModelThatChangesNothingResolvesNothing(t *testing.T) {
 
 func TestAModelThatBreaksATestIsUnresolvedAndSaidSo(t *testing.T) {
 	h := newHarness(t)
-	rep, _ := h.run(breaker(), func(o *Options) { o.Limit = 3 })
+	mdl := breaker()
+	rep, _ := h.run(mdl, func(o *Options) { o.Limit = 3 })
+	// Every request was checked for the held-back tests, the fix rounds'
+	// among them: the fixer sees test output, where a held-back test
+	// would show first.
+	if mdl.checked["planner"] != 3 || mdl.checked["editor"] < 6 || mdl.checked["fixer"] < 3 {
+		t.Errorf("requests checked for leaks: %v", mdl.checked)
+	}
 	for _, tk := range rep.Tasks {
 		if tk.Status != StatusUnresolved || tk.Verdict != "failed" || tk.Agrees == nil || !*tk.Agrees || tk.FixRounds != 1 {
 			t.Errorf("%s: %s, verdict %q, agrees %v, fix rounds %d", short(tk.Commit), tk.Status, tk.Verdict, tk.Agrees, tk.FixRounds)

@@ -79,7 +79,7 @@ func TestEvalCommand(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("selfcode eval exited %d:\n%s", code, text)
 	}
-	for _, want := range []string{"eval: [1/1] 8f38044 resolved, verdict verified", "8f38044  yes       verified",
+	for _, want := range []string{"eval: [1/1] 216169f resolved, verdict verified", "216169f  yes       verified",
 		"Resolved 1 of 1 graded task(s) (100 %)", "Linked issues: not read: no remote of the repository is on api.github.com"} {
 		if !strings.Contains(text, want) {
 			t.Errorf("output lacks %q:\n%s", want, text)

@@ -1,6 +1,8 @@
 #!/bin/sh
 # Builds the small Go repository selfcode eval's tests score, with a real
 # history, into the directory given (created; must not exist or be empty).
+# Each commit's test change carries a marker, selfcode-held-back-NAME, that
+# must never reach the model while that commit is evaluated.
 # Deterministic: fixed authors, dates and content, and no git config from
 # the host, so the same script always gives the same commit ids.
 set -eu
@@ -110,7 +112,7 @@ cat >> calc_test.go <<'EOF'
 
 func TestNeg(t *testing.T) {
 	if got := Neg(3); got != -3 {
-		t.Fatalf("Neg(3) = %d", got)
+		t.Fatalf("Neg(3) = %d (selfcode-held-back-neg)", got)
 	}
 }
 EOF
@@ -147,7 +149,7 @@ cat >> calc_test.go <<'EOF'
 
 func TestSubBelowZero(t *testing.T) {
 	if got := Sub(2, 5); got != -3 {
-		t.Fatalf("Sub(2, 5) = %d", got)
+		t.Fatalf("Sub(2, 5) = %d (selfcode-held-back-doc)", got)
 	}
 }
 EOF
@@ -173,7 +175,7 @@ cat >> calc_test.go <<'EOF'
 
 func TestAddWithNegativeOperand(t *testing.T) {
 	if got := Add(7, -2); got != 5 {
-		t.Fatalf("Add(7, -2) = %d", got)
+		t.Fatalf("Add(7, -2) = %d (selfcode-held-back-add)", got)
 	}
 }
 EOF
@@ -203,7 +205,7 @@ import "testing"
 func TestReverse(t *testing.T) {
 	for _, c := range []struct{ in, want string }{{"abc", "cba"}, {"", ""}, {"naïve façade", "edaçaf evïan"}} {
 		if got := Reverse(c.in); got != c.want {
-			t.Errorf("Reverse(%q) = %q, want %q", c.in, got, c.want)
+			t.Errorf("Reverse(%q) = %q, want %q (selfcode-held-back-reverse)", c.in, got, c.want)
 		}
 	}
 }
@@ -221,7 +223,7 @@ cat >> calc_test.go <<'EOF'
 
 func TestMulForReportTotals(t *testing.T) {
 	if got := Mul(6, 7); got != 42 {
-		t.Fatalf("Mul(6, 7) = %d", got)
+		t.Fatalf("Mul(6, 7) = %d (selfcode-held-back-mul)", got)
 	}
 }
 EOF
