@@ -19,13 +19,17 @@ const (
 	commitNeg     = "50aa9d1"                                  // Negate numbers for the ledger: setup fails on the base
 )
 
-// history builds the test repository into a new directory.
-func history(t testing.TB) string {
+// history builds the Go test repository into a new directory.
+func history(t testing.TB) string { return historyOf(t, "go") }
+
+// historyOf builds the test repository of a language (go, python, jest)
+// into a new directory.
+func historyOf(t testing.TB, lang string) string {
 	t.Helper()
 	dir := filepath.Join(t.TempDir(), "calc")
-	out, err := exec.Command("sh", filepath.Join("testdata", "history.sh"), dir).CombinedOutput()
+	out, err := exec.Command("sh", filepath.Join("testdata", "history.sh"), dir, lang).CombinedOutput()
 	if err != nil {
-		t.Fatalf("testdata/history.sh: %v\n%s", err, out)
+		t.Fatalf("testdata/history.sh %s: %v\n%s", lang, err, out)
 	}
 	return dir
 }

@@ -66,9 +66,13 @@ type taskSecrets struct {
 	secrets []string
 }
 
-func newHarness(t *testing.T) *harness {
+func newHarness(t *testing.T) *harness { return newHarnessOf(t, "go", evalRepo) }
+
+// newHarnessOf evaluates the history of a language (testdata/history.sh),
+// its warm sandbox caches named name.
+func newHarnessOf(t *testing.T, lang, name string) *harness {
 	m := dockertest.Manager(t)
-	h := &harness{t: t, repo: history(t), name: evalRepo, m: m, store: t.TempDir()}
+	h := &harness{t: t, repo: historyOf(t, lang), name: name, m: m, store: t.TempDir()}
 	h.readTasks()
 	return h
 }
@@ -276,8 +280,8 @@ func finish(summary string) fakeopenai.Step {
 }
 
 // replayer replays, for the task whose subject its prompt holds, every
-// change the commit made outside its tests.
-func replayer(t *testing.T, repo string) *model {
+// change the commit made outside its tests, then makes the extra edits.
+func replayer(t *testing.T, repo, name string, extra ...fakeopenai.ToolCall) *model {
 	ctx := context.Background()
 	cands, err := Candidates(ctx, repo, 20)
 	if err != nil {
@@ -317,7 +321,7 @@ func replayer(t *testing.T, repo string) *model {
 		}
 		fixes = append(fixes, f)
 	}
-	return &model{name: "replay", respond: func(task, role string, req fakeopenai.Request) fakeopenai.Step {
+	return &model{name: name, respond: func(task, role string, req fakeopenai.Request) fakeopenai.Step {
 		i := slices.IndexFunc(fixes, func(f fix) bool { return f.subject == task })
 		if i < 0 || len(fixes[i].files) == 0 {
 			t.Errorf("no change to replay for %q", task)
@@ -328,7 +332,7 @@ func replayer(t *testing.T, repo string) *model {
 		case role == "planner":
 			return plan(task, f.files[0])
 		case role == "editor" && !hasToolResult(req):
-			return fakeopenai.Step{ToolCalls: f.calls}
+			return fakeopenai.Step{ToolCalls: append(slices.Clip(f.calls), extra...)}
 		}
 		return finish("replayed the commit's change")
 	}}
@@ -372,7 +376,7 @@ func statuses(rep *Report) []string {
 
 func TestReplayedFixesAreAllResolvedAndVerified(t *testing.T) {
 	h := newHarness(t)
-	mdl := replayer(t, h.repo)
+	mdl := replayer(t, h.repo, "replay")
 	issue := Issue{Number: 1, Title: "Adding a negative number does nothing", Body: "Add(7, -2) gives 7 instead of 5."}
 	rep, progress := h.run(mdl, func(o *Options) { o.Issues = issues{1: issue} })
 	want := []string{
@@ -517,6 +521,48 @@ func TestAModelThatBreaksATestIsUnresolvedAndSaidSo(t *testing.T) {
 	}
 	if s := rep.Summary; len(rep.Tasks) != 3 || s.Resolved != 0 || *s.Agreement != 1 || s.FixRounds != 3 {
 		t.Fatalf("summary %+v\n%s", s, dump(rep))
+	}
+}
+
+// Python and JavaScript histories go through the real pipeline and
+// sandbox with their setup and verify inferred (pytest, Jest). Their one
+// task's held-back test file does not import or load on the base, which
+// hides the old tests in it on that run. A model that makes the fix and
+// breaks sub besides fixes the held-back test and is still unresolved —
+// the base's own run says the old test passed — and selfcode said failed.
+// (One model per language keeps it cheap: resolving is the same code for
+// every language, shown on the Go history.)
+func TestPythonAndJavaScriptHistories(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		lang          string
+		breakSub      fakeopenai.ToolCall
+		fixed, broken string
+	}{
+		{"python", toolCall("str_replace", map[string]string{"path": "calc.py", "old_str": "    return a - b", "new_str": "    return b - a"}),
+			"test_mul_for_report_totals (tests.test_calc)", "test_sub (tests.test_calc)"},
+		{"jest", toolCall("str_replace", map[string]string{"path": "calc.js", "old_str": "(a, b) => a - b", "new_str": "(a, b) => b - a"}),
+			"multiplies for report totals (calc.test.js)", "subtracts (calc.test.js)"},
+	} {
+		t.Run(tc.lang, func(t *testing.T) {
+			t.Parallel()
+			h := newHarnessOf(t, tc.lang, "selfcode-test/eval-"+tc.lang)
+			mdl := replayer(t, h.repo, "breaker", tc.breakSub)
+			rep, _ := h.run(mdl, nil)
+			if len(rep.Tasks) != 1 {
+				t.Fatalf("%d tasks\n%s", len(rep.Tasks), dump(rep))
+			}
+			tk := rep.Tasks[0]
+			agrees := tk.Agrees != nil && *tk.Agrees
+			if tk.Status != StatusUnresolved || tk.Verdict != "failed" || !agrees || tk.FixRounds != 1 ||
+				!slices.Equal(tk.Fixed, []string{tc.fixed}) || !slices.Equal(tk.Broken, []string{tc.broken}) {
+				t.Errorf("%s, verdict %q, agrees %v, fix rounds %d, fixed %q, broken %q\n%s", tk.Status, tk.Verdict, agrees,
+					tk.FixRounds, tk.Fixed, tk.Broken, dump(rep))
+			}
+			if mdl.checked["planner"] != 1 || mdl.checked["fixer"] == 0 {
+				t.Errorf("requests checked for leaks: %v", mdl.checked)
+			}
+		})
 	}
 }
 
