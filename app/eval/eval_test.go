@@ -11,7 +11,9 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/selfcode/selfcode/app/config"
 	"github.com/selfcode/selfcode/app/llm"
@@ -338,14 +340,63 @@ func replayer(t *testing.T, repo, name string, extra ...fakeopenai.ToolCall) *mo
 	}}
 }
 
-// idler plans, then changes nothing.
-func idler() *model {
+// idler plans, then changes nothing. With together, each planner request
+// waits there first.
+func idler(g *together) *model {
 	return &model{name: "idle", respond: func(task, role string, req fakeopenai.Request) fakeopenai.Step {
 		if role == "planner" {
+			g.wait(task)
 			return plan(task, "calc.go")
 		}
 		return finish("nothing to change")
 	}}
+}
+
+// together holds each task's first model request until the requests of n
+// tasks are held at once — which they only ever are if the tasks run at
+// the same time. A bound well inside the model client's own timeout lets
+// a run whose tasks never overlap end, failing the test; nil holds
+// nothing.
+type together struct {
+	n     int
+	mu    sync.Mutex // guards tasks and late
+	tasks map[string]bool
+	late  bool // a request gave up waiting
+	all   chan struct{}
+}
+
+func newTogether(n int) *together {
+	return &together{n: n, tasks: map[string]bool{}, all: make(chan struct{})}
+}
+
+func (g *together) wait(task string) {
+	if g == nil {
+		return
+	}
+	g.mu.Lock()
+	if !g.tasks[task] {
+		g.tasks[task] = true
+		if len(g.tasks) == g.n {
+			close(g.all)
+		}
+	}
+	g.mu.Unlock()
+	bound := time.NewTimer(2 * time.Minute)
+	defer bound.Stop()
+	select {
+	case <-g.all:
+	case <-bound.C:
+		g.mu.Lock()
+		g.late = true
+		g.mu.Unlock()
+	}
+}
+
+// met reports whether n tasks' requests were held at once.
+func (g *together) met() bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return len(g.tasks) >= g.n && !g.late
 }
 
 // breaker adds Mul, as the newest task asks, and makes Sub subtract the
@@ -472,8 +523,13 @@ func TestReplayedFixesAreAllResolvedAndVerified(t *testing.T) {
 
 func TestAModelThatChangesNothingResolvesNothing(t *testing.T) {
 	h := newHarness(t)
-	mdl := idler()
-	rep, _ := h.run(mdl, func(o *Options) { o.Limit = 3 })
+	// Two workers: two tasks ask the model at the same time.
+	g := newTogether(2)
+	mdl := idler(g)
+	rep, _ := h.run(mdl, func(o *Options) { o.Limit, o.Workers = 3, 2 })
+	if !g.met() {
+		t.Errorf("with 2 workers, the tasks never asked the model at the same time: %v", g.tasks)
+	}
 	for _, tk := range rep.Tasks {
 		if tk.Status != StatusUnresolved || tk.Verdict == "verified" || tk.Agrees == nil || !*tk.Agrees || len(tk.Fixed) != 0 {
 			t.Errorf("%s: %s, verdict %q, fixed %q, agrees %v", short(tk.Commit), tk.Status, tk.Verdict, tk.Fixed, tk.Agrees)
@@ -487,7 +543,7 @@ func TestAModelThatChangesNothingResolvesNothing(t *testing.T) {
 	}
 	// --fresh runs a kept task again.
 	calls := len(mdl.fake.Requests())
-	again := idler()
+	again := idler(nil)
 	rep, _ = h.run(again, func(o *Options) { o.Limit, o.Fresh = 1, true })
 	if len(again.fake.Requests()) == 0 || rep.Tasks[0].Resumed || calls == 0 {
 		t.Fatalf("--fresh did not run the task again (%d calls before, %d now)", calls, len(again.fake.Requests()))
