@@ -112,3 +112,32 @@ func TestRunRunsWorkersTasksAtOnce(t *testing.T) {
 		})
 	}
 }
+
+// Without a limit, the 20 newest candidates are evaluated, newest first.
+func TestRunDefaultLimitIsTheNewestTwenty(t *testing.T) {
+	t.Parallel()
+	repo := fixHistory(t, DefaultLimit+2)
+	ctx := context.Background()
+	all, err := Candidates(ctx, repo, 100)
+	if err != nil || len(all) != DefaultLimit+2 {
+		t.Fatalf("%d candidates, %v", len(all), err)
+	}
+	var progress bytes.Buffer
+	rep, err := evaluate(ctx, Options{RepoDir: repo, Progress: &progress}, func(ctx context.Context, c Candidate) Task {
+		return Task{Commit: c.Commit, Status: StatusSkipped}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Tasks) != DefaultLimit || DefaultLimit != 20 {
+		t.Fatalf("%d tasks, want the default limit of 20", len(rep.Tasks))
+	}
+	for i, tk := range rep.Tasks {
+		if tk.Commit != all[i].Commit {
+			t.Errorf("task %d is %s, want the %dth newest candidate %s", i, short(tk.Commit), i+1, short(all[i].Commit))
+		}
+	}
+	if !strings.Contains(progress.String(), "eval: 20 task(s)") || !strings.Contains(progress.String(), "(limit 20;") {
+		t.Errorf("progress:\n%s", progress.String())
+	}
+}

@@ -47,8 +47,8 @@ func TestEvalBadUsage(t *testing.T) {
 	}
 }
 
-// The flags and the configuration reach eval: SELFCODE_WORKERS tasks at
-// once.
+// The flags and the configuration reach eval: without --limit the default
+// of 20 commits, and SELFCODE_WORKERS tasks at once.
 func TestEvalOptionsFromFlagsAndConfig(t *testing.T) {
 	t.Parallel()
 	repo, data := t.TempDir(), t.TempDir()
@@ -61,6 +61,7 @@ func TestEvalOptionsFromFlagsAndConfig(t *testing.T) {
 		limit int
 		fresh bool
 	}{
+		{[]string{"--repo", repo}, 20, false},
 		{[]string{"--repo", repo, "--limit", "5", "--fresh"}, 5, true},
 	} {
 		c := evalCmd()
