@@ -60,6 +60,15 @@ var pytestWithOldFailure = map[string]string{
 	"tests/test_calc.py": "from calc import add\n\n\ndef test_add():\n    assert add(2, 2) == 4\n\n\ndef test_network():\n    assert False, \"needs a network\"\n",
 }
 
+// pytestUnimportable has a test file that does not import on the base
+// (a module the sandbox lacks): the other files' tests still run.
+var pytestUnimportable = map[string]string{
+	"pyproject.toml":         pythonRepo["pyproject.toml"],
+	"calc.py":                pythonRepo["calc.py"],
+	"tests/test_calc.py":     pythonRepo["tests/test_calc.py"],
+	"tests/test_optional.py": "import a_module_the_sandbox_lacks\n\n\ndef test_optional():\n    assert a_module_the_sandbox_lacks\n",
+}
+
 // missingRunner names a test runner the sandbox does not have.
 var missingRunner = map[string]string{
 	"package.json": `{"name":"calc","version":"1.0.0","private":true,"scripts":{"test":"ava"}}` + "\n",
@@ -109,6 +118,8 @@ func TestLanguagesVerifiedTestByTest(t *testing.T) {
 			verify.Failed, "calc adds", "calc subtracts", "", "", "", 0},
 		{"TypeScript type error", tsRepo, "src/calc.ts", "return a - b;", "return `${a + b}`;",
 			verify.Failed, "", "typecheck", "", "", "", 0},
+		{"pytest: a test file that does not import", pytestUnimportable, "calc.py", "def add(a, b):\n    return a - b", "def add(a, b):\n    return a + b",
+			verify.Verified, "test_add", "", "", "test_optional", "", 0},
 		{"pre-existing unrelated failure", pytestWithOldFailure, "calc.py", "return a - b", "return a + b",
 			verify.Verified, "test_add", "", "", "test_network", "", 0},
 		{"runner missing", missingRunner, "calc.js", "a - b", "a + b",

@@ -12,20 +12,24 @@ import (
 // The history testdata/history.sh builds (see testdata/README.md), newest
 // first. The ids are fixed: the script is deterministic.
 const (
-	commitMul     = "8f38044382e6138772c837b0d4baedabb5b41dea" // Report totals need a product: the test does not build on the base
-	commitReverse = "4b8bab3"                                  // Reverse split accented letters in two: a test gains a case
-	commitAdd     = "7e7ec04"                                  // Add ignored a negative second operand (Fixes #1)
-	commitDoc     = "986b0a7"                                  // Document Sub: the new test passes on the base
-	commitNeg     = "03c7500"                                  // Negate numbers for the ledger: setup fails on the base
+	commitMul     = "216169fd5972a0256062d1759c5f1b1eb58f67aa" // Report totals need a product: the test does not build on the base
+	commitReverse = "6b0e39c"                                  // Reverse split accented letters in two: a test gains a case
+	commitAdd     = "bce6482"                                  // Add ignored a negative second operand (Fixes #1)
+	commitDoc     = "9df2354"                                  // Document Sub: the new test passes on the base
+	commitNeg     = "50aa9d1"                                  // Negate numbers for the ledger: setup fails on the base
 )
 
-// history builds the test repository into a new directory.
-func history(t testing.TB) string {
+// history builds the Go test repository into a new directory.
+func history(t testing.TB) string { return historyOf(t, "go") }
+
+// historyOf builds the test repository of a language (go, python, jest)
+// into a new directory.
+func historyOf(t testing.TB, lang string) string {
 	t.Helper()
 	dir := filepath.Join(t.TempDir(), "calc")
-	out, err := exec.Command("sh", filepath.Join("testdata", "history.sh"), dir).CombinedOutput()
+	out, err := exec.Command("sh", filepath.Join("testdata", "history.sh"), dir, lang).CombinedOutput()
 	if err != nil {
-		t.Fatalf("testdata/history.sh: %v\n%s", err, out)
+		t.Fatalf("testdata/history.sh %s: %v\n%s", lang, err, out)
 	}
 	return dir
 }

@@ -114,7 +114,8 @@ type Options struct {
 	IssuesNote string
 	// Pricer prices usage; nil: costs are unknown.
 	Pricer Pricer
-	// Progress receives a line as each task finishes; nil discards.
+	// Progress receives a line as each task starts and finishes; nil
+	// discards.
 	Progress io.Writer
 	Logger   *slog.Logger
 }
@@ -135,7 +136,15 @@ type Report struct {
 // and keeps each as it finishes. Bad usage is an errs.KindInvalid error.
 // When ctx ends, the tasks not run are errors and the report is returned
 // with ctx's error.
-func Run(ctx context.Context, o Options) (*Report, error) {
+func Run(ctx context.Context, o Options) (*Report, error) { return evaluate(ctx, o, nil) }
+
+// taskRunner evaluates one candidate.
+type taskRunner func(context.Context, Candidate) Task
+
+// evaluate is Run; a runTask that is not nil evaluates each task instead of
+// the pipeline (tests of the scheduling alone), and then no model or
+// pipeline is needed.
+func evaluate(ctx context.Context, o Options, runTask taskRunner) (*Report, error) {
 	if o.Limit == 0 {
 		o.Limit = DefaultLimit
 	}
@@ -151,7 +160,7 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	if o.Progress == nil {
 		o.Progress = io.Discard
 	}
-	if o.Model == nil || o.Pipeline == nil {
+	if runTask == nil && (o.Model == nil || o.Pipeline == nil) {
 		return nil, errors.New("eval needs a model and a pipeline")
 	}
 	top, head, err := Repository(ctx, o.RepoDir)
@@ -162,14 +171,16 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	if err != nil {
 		return nil, err
 	}
-	checker, err := o.Pipeline(o.Model)
-	if err != nil {
-		return nil, err
-	}
 	if o.Repository == "" {
 		o.Repository = localrun.CacheName(top)
 	}
-	e := &evaluator{o: o, top: top, checker: checker, store: store{dir: o.StoreDir}, total: len(cands)}
+	e := &evaluator{o: o, top: top, store: store{dir: o.StoreDir}, total: len(cands), runTask: runTask}
+	if runTask == nil {
+		if e.checker, err = o.Pipeline(o.Model); err != nil {
+			return nil, err
+		}
+		e.runTask = e.run
+	}
 	rep := &Report{Repository: top, Head: head, Models: map[string]string{}, LinkedIssues: "read through the repository's GitHub remote"}
 	for r, m := range o.Models {
 		rep.Models[string(r)] = m
@@ -221,7 +232,8 @@ func (e *evaluator) runAll(ctx context.Context, cands []Candidate, todo []int, t
 		go func() {
 			defer wg.Done()
 			for i := range jobs {
-				t := e.run(ctx, cands[i])
+				e.started(ctx, cands[i])
+				t := e.runTask(ctx, cands[i])
 				tasks[i] = t
 				if ctx.Err() == nil && kept(t.Status) {
 					if err := e.store.save(e.key(cands[i]), t); err != nil {
@@ -266,10 +278,12 @@ type evaluator struct {
 	top     string
 	checker *pipeline.Pipeline // runs the checks; its model is never called
 	store   store
+	runTask taskRunner // e.run, unless a test replaced it
 
-	mu    sync.Mutex // guards done and the progress output
-	total int
-	done  int
+	mu      sync.Mutex // guards the counts and the progress output
+	total   int
+	done    int
+	running int
 }
 
 func (e *evaluator) key(c Candidate) string {
@@ -319,6 +333,10 @@ func (e *evaluator) task(ctx context.Context, c Candidate) Task {
 	if !testsFailOnBase(base, withTests) {
 		return end(StatusSkipped, "the held-back tests do not fail on the base: nothing to fix")
 	}
+	files, err := readHeldBack(ctx, e.top, c)
+	if err != nil {
+		return end(StatusError, err.Error())
+	}
 
 	out, usage, err := e.attempt(ctx, c, ws, cfg, text)
 	t.Usage = usage
@@ -335,7 +353,7 @@ func (e *evaluator) task(ctx context.Context, c Candidate) Task {
 	if err != nil {
 		return end(StatusError, err.Error())
 	}
-	g := grade(base, withTests, result)
+	g := grade(base, withTests, result, files)
 	t.Fixed, t.Broken, t.Resolved = g.Fixed, g.Broken, g.Resolved
 	t.Status = StatusUnresolved
 	if g.Resolved {

@@ -12,51 +12,95 @@ import (
 // Grade is a task's result judged by its held-back tests.
 type Grade struct {
 	// Resolved: at least one held-back test that failed on the base passes
-	// on the result, and nothing that passed on the base (with the tests
-	// applied) fails there.
+	// on the result, and nothing that passed on the base fails there.
 	Resolved bool
 	// Fixed are the held-back tests that failed on the base and pass on
 	// the result.
 	Fixed []string
-	// Broken are the tests that passed on the base with the held-back
-	// tests applied and do not pass on the result (failing, skipped, gone,
-	// or not run), and commands naming no tests that passed there and fail.
+	// Broken are the tests that passed on the base and do not pass on the
+	// result (failing, skipped, gone, or not run) — unless the held-back
+	// changes removed or renamed them — and commands naming no tests that
+	// passed on the base and fail on the result for a new reason.
 	Broken []string
 }
 
 // grade judges result (the model's change with the held-back tests
-// applied) against withTests (the base with them applied); base (the base
-// as it is) tells the held-back tests apart from the tests that were
-// there and failing already. Tests are compared one by one, within the
-// command that ran them; of a test and its subtests only the subtests
-// count.
-func grade(base, withTests, result verify.Run) Grade {
+// applied) test by test, within the command that ran each test; of a test
+// and its subtests only the subtests count.
+//
+// Two runs of the base say what was there: withTests (the held-back tests
+// applied) for every test it ran, and base (the base as it is: the job's
+// own baseline) for the tests withTests could not run — a package that the
+// held-back tests stop building, a test file that no longer imports — so
+// a test that passed before the commit still counts as passing on the
+// base when the held-back tests hide it. A held-back test failing on the
+// base is one withTests ran and saw fail (new there, or changed), or, in
+// a suite withTests could not run, a test base did not have whose name a
+// held-back file holds; a test that failed on the base as it is is never
+// one. files are the held-back files, before and after the commit: they
+// tell a test the commit removed or renamed (absent from the result,
+// rightly) from one the model broke.
+func grade(base, withTests, result verify.Run, files heldBackFiles) Grade {
 	var g Grade
-	for _, k := range commandKeys(withTests, result) {
+	for _, k := range commandKeys(base, withTests, result) {
 		name := k.name
 		a, b, r := command(base, k), command(withTests, k), command(result, k)
 		for _, id := range leafTests(a, b, r) {
+			as, _ := status(a, id)
 			bs, bKnown := status(b, id)
 			rs, _ := status(r, id)
-			as, aKnown := status(a, id)
-			// A held-back test failing on the base: new there, or one
-			// that ran and failed with them applied and did not fail
-			// without them (a changed test). Old tests of a suite that
-			// the held-back tests stopped building are neither.
-			heldBack := bKnown && bs == testreport.Fail && (!aKnown || explicit(b, id) && as != testreport.Fail)
+			var heldBack, passed bool
+			switch {
+			case explicit(a, id) && as == testreport.Fail:
+				// Failing on the base already: neither held back nor passing.
+			case explicit(b, id):
+				heldBack, passed = bs == testreport.Fail, bs == testreport.Pass
+			case bKnown && bs == testreport.Fail && !explicit(a, id):
+				// Its suite did not run with the held-back tests: it is one
+				// of them when a held-back file names it (not a test the
+				// model wrote).
+				heldBack = files.names(id)
+			default:
+				passed = explicit(a, id) && as == testreport.Pass
+			}
 			switch {
 			case heldBack && rs == testreport.Pass:
 				g.Fixed = append(g.Fixed, label(name, id))
-			case bKnown && bs == testreport.Pass && rs != testreport.Pass:
+			case passed && rs != testreport.Pass && !(!explicit(r, id) && (dropped(b, id) || files.removed(id))):
 				g.Broken = append(g.Broken, label(name, id))
 			}
 		}
-		if b != nil && b.Passed && !hasTests(b) && (r == nil || !r.Passed) {
+		if !hasTests(a) && !hasTests(b) && !hasTests(r) && commandBroken(a, b, r) {
 			g.Broken = append(g.Broken, "command "+name)
 		}
 	}
 	g.Resolved = len(g.Fixed) > 0 && len(g.Broken) == 0
 	return g
+}
+
+// commandBroken reports whether a command that names no tests (a build,
+// a vet) passed on the base and fails on the result for a reason of the
+// result's own: it passed with the held-back tests too, or it failed
+// there (the held-back tests do not compile without the fix) and fails on
+// the result with a complaint it did not have there.
+func commandBroken(a, b, r *verify.CommandResult) bool {
+	switch {
+	case r != nil && r.Passed:
+		return false
+	case b != nil && b.Passed:
+		return true
+	case a == nil || !a.Passed || b == nil || r == nil:
+		return false
+	}
+	cmp := verify.Compare(verify.Run{Commands: []verify.CommandResult{*b}}, verify.Run{Commands: []verify.CommandResult{*r}})
+	return len(cmp.Regressions) > 0
+}
+
+// dropped reports whether the base with the held-back tests ran the
+// test's suite to the end, passing, without the test: the held-back
+// changes took it away.
+func dropped(b *verify.CommandResult, id testreport.ID) bool {
+	return b != nil && b.Tests != nil && !b.Tests.Partial && !explicit(b, id) && b.Tests.Suites[id.Suite] == testreport.Pass
 }
 
 // commandKey names a command across runs as verification matches them:

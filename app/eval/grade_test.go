@@ -11,14 +11,16 @@ import (
 
 const pkg = "example.com/calc"
 
-// tests is a command's test results: "TestX" passes, "!TestX" fails,
-// "~TestX" is skipped, "#pkg" is a suite that does not build.
+// tests is a command's test results as go test -json gives them:
+// "TestX" passes, "!TestX" fails, "~TestX" is skipped, "#pkg" is a suite
+// that does not build; the package fails when a test fails.
 func tests(name string, specs ...string) verify.CommandResult {
 	c := verify.CommandResult{Name: name, Passed: true, Tests: testreport.New(testreport.FormatGoJSON)}
 	for _, s := range specs {
 		switch s[0] {
 		case '!':
 			c.Tests.Tests[testreport.ID{Suite: pkg, Name: s[1:]}] = testreport.Fail
+			c.Tests.Suites[pkg] = testreport.Fail
 			c.Passed = false
 		case '~':
 			c.Tests.Tests[testreport.ID{Suite: pkg, Name: s[1:]}] = testreport.Skip
@@ -30,65 +32,169 @@ func tests(name string, specs ...string) verify.CommandResult {
 			c.Tests.Tests[testreport.ID{Suite: pkg, Name: s}] = testreport.Pass
 		}
 	}
+	if _, ok := c.Tests.Suites[pkg]; !ok && c.Tests.Len() > 0 {
+		c.Tests.Suites[pkg] = testreport.Pass
+	}
 	return c
 }
+
+// calcTest is the held-back calc_test.go of most cases: TestNew is new,
+// TestT gains a "new" case.
+var calcTest = heldBackFiles{{Path: "calc_test.go",
+	Before: "func TestOld(t *testing.T) {}\nfunc TestSub(t *testing.T) {}\nfunc TestChanged(t *testing.T) {}\nfunc TestB(t *testing.T) {}\n" +
+		"func TestT(t *testing.T) { for _, c := range []string{\"old\"} { t.Run(c, nil) } }\n",
+	After: "func TestOld(t *testing.T) {}\nfunc TestSub(t *testing.T) {}\nfunc TestChanged(t *testing.T) {}\nfunc TestB(t *testing.T) {}\n" +
+		"func TestT(t *testing.T) { for _, c := range []string{\"old\", \"new\"} { t.Run(c, nil) } }\nfunc TestNew(t *testing.T) {}\n"}}
 
 func run(cmds ...verify.CommandResult) verify.Run { return verify.Run{Commands: cmds} }
 
 func TestGrade(t *testing.T) {
 	t.Parallel()
-	vet := func(passed bool) verify.CommandResult { return verify.CommandResult{Name: "vet", Passed: passed} }
+	vet := func(passed bool, diags ...string) verify.CommandResult {
+		c := verify.CommandResult{Name: "vet", Kind: verify.BuildCommand, Passed: passed}
+		for _, d := range diags {
+			c.ExitCode = 1
+			c.Diagnostics = append(c.Diagnostics, verify.Diagnostic{File: "calc_test.go", Line: 3, Message: d})
+		}
+		return c
+	}
+	// The commit renames TestSub and removes TestGone and the "old" case.
+	renaming := heldBackFiles{{Path: "calc_test.go",
+		Before: "func TestOld(t *testing.T) {}\nfunc TestSub(t *testing.T) {}\nfunc TestGone(t *testing.T) {}\n" +
+			"func TestT(t *testing.T) { for _, c := range []string{\"old case\", \"kept\"} { t.Run(c, nil) } }\n",
+		After: "func TestOld(t *testing.T) {}\nfunc TestSubtracts(t *testing.T) { Mul(1, 1) }\n" +
+			"func TestT(t *testing.T) { for _, c := range []string{\"kept\"} { t.Run(c, nil) } }\n"}}
+	// The commit deletes a test file of its own.
+	deleting := heldBackFiles{{Path: "sub_test.go", Before: "func TestSub(t *testing.T) {}\n"}, calcTest[0]}
 	cases := []struct {
 		name                    string
 		base, withTests, result verify.Run
+		files                   heldBackFiles // default calcTest
 		resolved                bool
 		fixed, broken           []string
 	}{
 		{"a new test goes from failing to passing",
-			run(tests("test", "TestOld")), run(tests("test", "TestOld", "!TestNew")), run(tests("test", "TestOld", "TestNew")),
+			run(tests("test", "TestOld")), run(tests("test", "TestOld", "!TestNew")), run(tests("test", "TestOld", "TestNew")), nil,
 			true, []string{"TestNew"}, nil},
 		{"the new test still fails",
-			run(tests("test", "TestOld")), run(tests("test", "TestOld", "!TestNew")), run(tests("test", "TestOld", "!TestNew")),
+			run(tests("test", "TestOld")), run(tests("test", "TestOld", "!TestNew")), run(tests("test", "TestOld", "!TestNew")), nil,
 			false, nil, nil},
 		{"fixed, but a passing test breaks",
-			run(tests("test", "TestOld")), run(tests("test", "TestOld", "!TestNew")), run(tests("test", "!TestOld", "TestNew")),
+			run(tests("test", "TestOld")), run(tests("test", "TestOld", "!TestNew")), run(tests("test", "!TestOld", "TestNew")), nil,
 			false, []string{"TestNew"}, []string{"TestOld"}},
 		{"a changed test that now fails on the base is held back",
-			run(tests("test", "TestOld", "TestChanged")), run(tests("test", "TestOld", "!TestChanged")), run(tests("test", "TestOld", "TestChanged")),
+			run(tests("test", "TestOld", "TestChanged")), run(tests("test", "TestOld", "!TestChanged")), run(tests("test", "TestOld", "TestChanged")), nil,
 			true, []string{"TestChanged"}, nil},
 		{"a test failing on the base without the held-back tests is not one of them",
-			run(tests("test", "!TestFlaky")), run(tests("test", "!TestFlaky", "TestNew")), run(tests("test", "TestFlaky", "TestNew")),
+			run(tests("test", "!TestFlaky")), run(tests("test", "!TestFlaky", "TestNew")), run(tests("test", "TestFlaky", "TestNew")), nil,
+			false, nil, nil},
+		{"a held-back test in a package with an old failure counts",
+			run(tests("test", "TestOld", "!TestFlaky")), run(tests("test", "TestOld", "!TestFlaky", "!TestNew")), run(tests("test", "TestOld", "!TestFlaky", "TestNew")), nil,
+			true, []string{"TestNew"}, nil},
+		{"a test the model wrote is not a held-back test",
+			run(tests("test", "TestOld")), run(tests("test", "TestOld", "!TestNew")), run(tests("test", "TestOld", "!TestNew", "TestByTheModel")), nil,
 			false, nil, nil},
 		{"the held-back test stops its package building on the base: only the new test counts",
-			run(tests("test", "TestOld")), run(tests("test", "#"+pkg)), run(tests("test", "TestOld", "TestNew")),
+			run(tests("test", "TestOld")), run(tests("test", "#"+pkg)), run(tests("test", "TestOld", "TestNew")), nil,
 			true, []string{"TestNew"}, nil},
+		{"in a package the held-back test stops building, a test the model wrote does not count",
+			run(tests("test", "TestOld")), run(tests("test", "#"+pkg)), run(tests("test", "TestOld", "!TestNew", "TestByTheModel")), nil,
+			false, nil, nil},
 		{"the package still does not build",
-			run(tests("test", "TestOld")), run(tests("test", "#"+pkg)), run(tests("test", "#"+pkg)),
+			run(tests("test", "TestOld")), run(tests("test", "#"+pkg)), run(tests("test", "#"+pkg)), nil,
+			false, nil, []string{"TestOld"}},
+		{"the held-back test stops its package building on the base; the fix adds the function and breaks an old test",
+			run(tests("test", "TestOld", "TestSub")), run(tests("test", "#"+pkg)), run(tests("test", "TestOld", "!TestSub", "TestNew")), nil,
+			false, []string{"TestNew"}, []string{"TestSub"}},
+		{"the held-back test stops its package building on the base; the fix deletes an old test",
+			run(tests("test", "TestOld", "TestSub")), run(tests("test", "#"+pkg)), run(tests("test", "TestOld", "TestNew")), nil,
+			false, []string{"TestNew"}, []string{"TestSub"}},
+		{"the held-back test stops its package building on the base and renames and removes old tests",
+			run(tests("test", "TestOld", "TestSub", "TestGone", "TestT", "TestT/old_case", "TestT/kept")), run(tests("test", "#"+pkg)),
+			run(tests("test", "TestOld", "TestSubtracts", "TestT", "TestT/kept")), renaming,
+			true, []string{"TestSubtracts"}, nil},
+		{"a renamed test that fails on the result is still broken",
+			run(tests("test", "TestOld", "TestSub")), run(tests("test", "#"+pkg)), run(tests("test", "TestOld", "!TestSub", "TestSubtracts")), renaming,
+			false, []string{"TestSubtracts"}, []string{"TestSub"}},
+		{"a held-back test file the commit deletes",
+			run(tests("test", "TestOld", "TestSub")), run(tests("test", "#"+pkg)), run(tests("test", "TestOld", "TestNew")), deleting,
+			true, []string{"TestNew"}, nil},
+		{"a test the held-back tests took away, shown by the run",
+			run(tests("test", "TestOld", "TestGone")), run(tests("test", "TestOld", "TestNew")), run(tests("test", "TestOld", "TestNew")), nil,
 			false, nil, nil},
 		{"subtests count, not their parent",
-			run(tests("test", "TestT", "TestT/old")), run(tests("test", "!TestT", "TestT/old", "!TestT/new")), run(tests("test", "TestT", "TestT/old", "TestT/new")),
+			run(tests("test", "TestT", "TestT/old")), run(tests("test", "!TestT", "TestT/old", "!TestT/new")), run(tests("test", "TestT", "TestT/old", "TestT/new")), nil,
 			true, []string{"TestT/new"}, nil},
 		{"a test gone from the result is broken",
-			run(tests("test", "TestOld")), run(tests("test", "TestOld", "!TestNew")), run(tests("test", "TestNew")),
+			run(tests("test", "TestOld")), run(tests("test", "TestOld", "!TestNew")), run(tests("test", "TestNew")), nil,
 			false, []string{"TestNew"}, []string{"TestOld"}},
 		{"a test skipped on the result is broken",
-			run(tests("test", "TestOld")), run(tests("test", "TestOld", "!TestNew")), run(tests("test", "~TestOld", "TestNew")),
+			run(tests("test", "TestOld")), run(tests("test", "TestOld", "!TestNew")), run(tests("test", "~TestOld", "TestNew")), nil,
 			false, []string{"TestNew"}, []string{"TestOld"}},
 		{"a command that names no tests and passed on the base fails",
-			run(vet(true), tests("test", "TestOld")), run(vet(true), tests("test", "TestOld", "!TestNew")), run(vet(false), tests("test", "TestOld", "TestNew")),
+			run(vet(true), tests("test", "TestOld")), run(vet(true), tests("test", "TestOld", "!TestNew")), run(vet(false, "x"), tests("test", "TestOld", "TestNew")), nil,
 			false, []string{"TestNew"}, []string{"command vet"}},
+		{"vet fails on the held-back tests until the fix, and with a new complaint after it",
+			run(vet(true), tests("test", "TestOld")), run(vet(false, "undefined: New"), tests("test", "#"+pkg)),
+			run(vet(false, "unreachable code"), tests("test", "TestOld", "TestNew")), nil,
+			false, []string{"TestNew"}, []string{"command vet"}},
+		{"vet fails on the held-back tests and on the result the same way",
+			run(vet(true), tests("test", "TestOld")), run(vet(false, "undefined: New"), tests("test", "#"+pkg)),
+			run(vet(false, "undefined: New"), tests("test", "TestOld", "!TestNew")), nil,
+			false, nil, nil},
 		{"a result whose tests timed out fixes nothing and breaks what passed",
-			run(tests("test", "TestOld")), run(tests("test", "TestOld", "!TestNew")), run(verify.CommandResult{Name: "test", TimedOut: true}),
+			run(tests("test", "TestOld")), run(tests("test", "TestOld", "!TestNew")), run(verify.CommandResult{Name: "test", TimedOut: true}), nil,
 			false, nil, []string{"TestOld"}},
 		{"commands of one name are matched in order",
 			run(tests("test", "TestOld"), tests("test", "TestB")), run(tests("test", "TestOld"), tests("test", "TestB", "!TestNew")),
-			run(tests("test", "TestOld"), tests("test", "TestB", "TestNew")),
+			run(tests("test", "TestOld"), tests("test", "TestB", "TestNew")), nil,
 			true, []string{"TestNew"}, nil},
 	}
 	for _, tc := range cases {
-		g := grade(tc.base, tc.withTests, tc.result)
+		files := tc.files
+		if files == nil {
+			files = calcTest
+		}
+		g := grade(tc.base, tc.withTests, tc.result, files)
 		if g.Resolved != tc.resolved || !slices.Equal(names(g.Fixed), tc.fixed) || !slices.Equal(names(g.Broken), tc.broken) {
 			t.Errorf("%s: resolved %v fixed %q broken %q; want %v %q %q", tc.name, g.Resolved, g.Fixed, g.Broken, tc.resolved, tc.fixed, tc.broken)
+		}
+	}
+}
+
+// Held-back files tell the tests a commit added, removed or renamed.
+func TestHeldBackFiles(t *testing.T) {
+	t.Parallel()
+	py := heldBackFiles{{Path: "tests/test_calc.py",
+		Before: "def test_add():\n    pass\n\n\nclass TestOps:\n    def test_sub(self):\n        pass\n",
+		After:  "from calc import mul\n\n\ndef test_add():\n    pass\n\n\ndef test_mul():\n    pass\n"}}
+	js := heldBackFiles{{Path: "calc.test.js",
+		Before: "describe(\"calc\", () => {\n  test(\"adds\", () => {});\n  test(\"subtracts\", () => {});\n});\n",
+		After:  "describe(\"calc\", () => {\n  test(\"adds\", () => {});\n  test(\"multiplies\", () => {});\n});\n"}}
+	id := func(name string) testreport.ID { return testreport.ID{Suite: "s", Name: name} }
+	for _, tc := range []struct {
+		files          heldBackFiles
+		name           string
+		names, removed bool
+	}{
+		{py, "test_mul", true, false},
+		{py, "test_mul[2-3]", true, false},
+		{py, "test_add", true, false},
+		{py, "TestOps::test_sub", false, true},
+		{py, "test_div", false, false},
+		{py, "test_mu", false, false}, // not part of a longer name
+		{js, "calc › multiplies", true, false},
+		{js, "calc › subtracts", true, true},
+		{js, "calc › adds", true, false},
+		{calcTest, "TestT/new", true, false},
+		{calcTest, "TestNewer", false, false},
+		{heldBackFiles{{Before: `t.Run("naïve façade", f)`}}, "TestReverse/naïve_façade", false, true},
+	} {
+		if got := tc.files.names(id(tc.name)); got != tc.names {
+			t.Errorf("%s: names %v, want %v", tc.name, got, tc.names)
+		}
+		if got := tc.files.removed(id(tc.name)); got != tc.removed {
+			t.Errorf("%s: removed %v, want %v", tc.name, got, tc.removed)
 		}
 	}
 }

@@ -1,6 +1,7 @@
 package eval
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -182,7 +183,8 @@ func dollars(c *float64) string {
 func (e *evaluator) header(n, kept int) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	fmt.Fprintf(e.o.Progress, "eval: %d task(s): the newest commits of %s that change source and test files together (limit %d)", n, e.top, e.o.Limit)
+	fmt.Fprintf(e.o.Progress, "eval: %d task(s): the newest commits of %s that change source and test files together (limit %d; up to %d at once)",
+		n, e.top, e.o.Limit, e.o.Workers)
 	if kept > 0 {
 		fmt.Fprintf(e.o.Progress, "; %d finished in an earlier run and are kept (--fresh runs them again)", kept)
 	}
@@ -190,10 +192,23 @@ func (e *evaluator) header(n, kept int) {
 	e.total = n - kept
 }
 
+// started reports a task as it begins.
+func (e *evaluator) started(ctx context.Context, c Candidate) {
+	msg, err := message(ctx, e.top, c.Commit)
+	if err != nil {
+		msg = "" // the task itself reports it
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.running++
+	fmt.Fprintf(e.o.Progress, "eval: started %s (%d running): %s\n", short(c.Commit), e.running, firstLine(msg))
+}
+
 // finished reports a task as it ends.
 func (e *evaluator) finished(t Task) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
+	e.running--
 	e.done++
 	what := resolvedText(t)
 	if t.Graded() {

@@ -78,7 +78,7 @@ func TestTableAndSummary(t *testing.T) {
 	if err := rep.WriteTable(&b); err != nil {
 		t.Fatal(err)
 	}
-	for _, w := range []string{"8f38044*  yes", "4b8bab3   no", "2           300", "$0.2500", "7e7ec04   error", "986b0a7   skipped",
+	for _, w := range []string{short(commitMul) + "*  yes", "4b8bab3   no", "2           300", "$0.2500", "7e7ec04   error", "986b0a7   skipped",
 		"4b8bab3 broke TestSub (calc)", "7e7ec04 error: the pipeline failed", "* kept from an earlier run",
 		"Resolved 1 of 2 graded task(s) (50 %); 1 skipped", "1 verified but unresolved", "edit-tool errors 1 of 8 call(s) (12 %)", "cost $0.7500"} {
 		if !strings.Contains(b.String(), w) {

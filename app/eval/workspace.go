@@ -75,8 +75,11 @@ func applyTests(ctx context.Context, top string, c Candidate, dir string) error 
 	return nil
 }
 
+// errNotInCommit: the path is not in the commit.
+var errNotInCommit = errors.New("not in commit")
+
 // blobAt returns the git mode and content of path at commit ("" for a
-// submodule).
+// submodule); errNotInCommit when the commit has no such path.
 func blobAt(ctx context.Context, top, commit, path string) (string, []byte, error) {
 	out, err := git(ctx, top, "ls-tree", "-z", commit, "--", path)
 	if err != nil {
@@ -85,7 +88,7 @@ func blobAt(ctx context.Context, top, commit, path string) (string, []byte, erro
 	meta, _, ok := strings.Cut(string(bytes.TrimSuffix(out, []byte{0})), "\t")
 	f := strings.Fields(meta)
 	if !ok || len(f) != 3 {
-		return "", nil, fmt.Errorf("not in commit %s", short(commit))
+		return "", nil, fmt.Errorf("%w %s", errNotInCommit, short(commit))
 	}
 	if f[1] != "blob" {
 		return "", nil, nil

@@ -31,20 +31,9 @@ func evalCmd() *cobra.Command {
 			"the result test by test. See docs/eval.md.",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			repo, _ := cmd.Flags().GetString("repo")
-			limit, _ := cmd.Flags().GetInt("limit")
-			jsonPath, _ := cmd.Flags().GetString("json")
-			fresh, _ := cmd.Flags().GetBool("fresh")
-			if repo == "" {
-				return &exitError{code: 2, err: errors.New("--repo is required")}
-			}
-			if limit < 1 {
-				return &exitError{code: 2, err: fmt.Errorf("--limit %d: evaluate at least one commit", limit)}
-			}
-			if jsonPath != "" {
-				if fi, err := os.Stat(filepath.Dir(jsonPath)); err != nil || !fi.IsDir() {
-					return &exitError{code: 2, err: fmt.Errorf("--json %s: its folder does not exist", jsonPath)}
-				}
+			f, err := readEvalFlags(cmd)
+			if err != nil {
+				return err
 			}
 			cfg, err := loadConfig(cmd)
 			if err != nil {
@@ -53,7 +42,7 @@ func evalCmd() *cobra.Command {
 			log := evalLogger(cfg)
 			ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 			defer stop()
-			if _, _, err := eval.Repository(ctx, repo); err != nil {
+			if _, _, err := eval.Repository(ctx, f.repo); err != nil {
 				return &exitError{code: 2, err: err}
 			}
 			if err := ensureImage(ctx, cfg, cmd.ErrOrStderr()); err != nil {
@@ -72,18 +61,13 @@ func evalCmd() *cobra.Command {
 			if err != nil {
 				return &exitError{code: 1, err: err}
 			}
-			issues, note := eval.GitHubIssues(ctx, repo, cfg.GitHubAPIURL, clients)
-			models := map[chat.Role]string{}
-			for _, r := range []chat.Role{chat.RolePlanner, chat.RoleEditor, chat.RoleFixer} {
-				models[r] = cfg.ModelFor(string(r))
+			o := evalOptions(cfg, f)
+			o.Model, o.Logger, o.Progress = model, log, cmd.ErrOrStderr()
+			o.Pipeline = func(m chat.Model) (*pipeline.Pipeline, error) {
+				return server.Pipeline(server.PipelineOptions{Config: cfg, Logger: log, Sandbox: sb, Model: m})
 			}
-			rep, err := eval.Run(ctx, eval.Options{RepoDir: repo, Limit: limit, Fresh: fresh, Workers: cfg.Workers,
-				Model: model, Models: models, Pricer: cfg.Prices(),
-				Pipeline: func(m chat.Model) (*pipeline.Pipeline, error) {
-					return server.Pipeline(server.PipelineOptions{Config: cfg, Logger: log, Sandbox: sb, Model: m})
-				},
-				StoreDir: filepath.Join(cfg.DataDir, "eval"), Fingerprint: evalFingerprint(cfg),
-				Issues: issues, IssuesNote: note, Progress: cmd.ErrOrStderr(), Logger: log})
+			o.Issues, o.IssuesNote = eval.GitHubIssues(ctx, f.repo, cfg.GitHubAPIURL, clients)
+			rep, err := eval.Run(ctx, o)
 			if errs.Is(err, errs.KindInvalid) {
 				return &exitError{code: 2, err: err}
 			}
@@ -91,8 +75,8 @@ func evalCmd() *cobra.Command {
 				if werr := rep.WriteTable(cmd.OutOrStdout()); werr != nil {
 					return &exitError{code: 1, err: werr}
 				}
-				if jsonPath != "" {
-					if werr := writeJSONFile(jsonPath, rep); werr != nil {
+				if f.json != "" {
+					if werr := writeJSONFile(f.json, rep); werr != nil {
 						return &exitError{code: 1, err: werr}
 					}
 				}
@@ -108,6 +92,47 @@ func evalCmd() *cobra.Command {
 	c.Flags().String("json", "", "also write the results as JSON to this file")
 	c.Flags().Bool("fresh", false, "run again the tasks an earlier run finished (they are kept in the data directory)")
 	return c
+}
+
+// evalFlags are the eval command's flags.
+type evalFlags struct {
+	repo, json string
+	limit      int
+	fresh      bool
+}
+
+// readEvalFlags reads and checks the flags; bad usage exits 2.
+func readEvalFlags(cmd *cobra.Command) (evalFlags, error) {
+	var f evalFlags
+	f.repo, _ = cmd.Flags().GetString("repo")
+	f.limit, _ = cmd.Flags().GetInt("limit")
+	f.json, _ = cmd.Flags().GetString("json")
+	f.fresh, _ = cmd.Flags().GetBool("fresh")
+	if f.repo == "" {
+		return f, &exitError{code: 2, err: errors.New("--repo is required")}
+	}
+	if f.limit < 1 {
+		return f, &exitError{code: 2, err: fmt.Errorf("--limit %d: evaluate at least one commit", f.limit)}
+	}
+	if f.json != "" {
+		if fi, err := os.Stat(filepath.Dir(f.json)); err != nil || !fi.IsDir() {
+			return f, &exitError{code: 2, err: fmt.Errorf("--json %s: its folder does not exist", f.json)}
+		}
+	}
+	return f, nil
+}
+
+// evalOptions is what the flags and the configuration tell eval: the
+// commits, tasks at once (SELFCODE_WORKERS), the models, prices, and where
+// results are kept. The model, the pipeline, the issues and the output
+// are the command's to add.
+func evalOptions(cfg *config.Config, f evalFlags) eval.Options {
+	models := map[chat.Role]string{}
+	for _, r := range []chat.Role{chat.RolePlanner, chat.RoleEditor, chat.RoleFixer} {
+		models[r] = cfg.ModelFor(string(r))
+	}
+	return eval.Options{RepoDir: f.repo, Limit: f.limit, Fresh: f.fresh, Workers: cfg.Workers, Models: models, Pricer: cfg.Prices(),
+		StoreDir: filepath.Join(cfg.DataDir, "eval"), Fingerprint: evalFingerprint(cfg)}
 }
 
 // evalLogger logs warnings and errors only unless the configuration asks

@@ -9,8 +9,10 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/selfcode/selfcode/app/config"
 	"github.com/selfcode/selfcode/internal/dockertest"
 	"github.com/selfcode/selfcode/internal/fakeopenai"
+	"github.com/selfcode/selfcode/pipeline/chat"
 )
 
 // evalHistory builds app/eval's test repository (see its testdata/README.md).
@@ -45,6 +47,39 @@ func TestEvalBadUsage(t *testing.T) {
 	}
 }
 
+// The flags and the configuration reach eval: without --limit the default
+// of 20 commits, and SELFCODE_WORKERS tasks at once.
+func TestEvalOptionsFromFlagsAndConfig(t *testing.T) {
+	t.Parallel()
+	repo, data := t.TempDir(), t.TempDir()
+	cfg, err := config.Load(config.LoadOptions{Environ: []string{"SELFCODE_WORKERS=3", "SELFCODE_DATA_DIR=" + data, "SELFCODE_LLM_MODEL=m"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct {
+		args  []string
+		limit int
+		fresh bool
+	}{
+		{[]string{"--repo", repo}, 20, false},
+		{[]string{"--repo", repo, "--limit", "5", "--fresh"}, 5, true},
+	} {
+		c := evalCmd()
+		if err := c.ParseFlags(tt.args); err != nil {
+			t.Fatal(err)
+		}
+		f, err := readEvalFlags(c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		o := evalOptions(cfg, f)
+		if o.RepoDir != repo || o.Limit != tt.limit || o.Fresh != tt.fresh || o.Workers != 3 || o.StoreDir != filepath.Join(data, "eval") ||
+			o.Models[chat.RoleEditor] != "m" || o.Fingerprint == "" {
+			t.Errorf("%q: repo %s, limit %d, fresh %v, workers %d, store %s, models %v", tt.args, o.RepoDir, o.Limit, o.Fresh, o.Workers, o.StoreDir, o.Models)
+		}
+	}
+}
+
 // The command wires the real pipeline and sandbox: the newest task of the
 // history, replayed, is resolved; the table goes to stdout and the JSON
 // to --json.
@@ -73,13 +108,14 @@ func TestEvalCommand(t *testing.T) {
 	}
 	defer fake.Close()
 	out := filepath.Join(t.TempDir(), "eval.json")
-	env := append(dockerEnv(), "SELFCODE_DATA_DIR="+t.TempDir(), "SELFCODE_LLM_BASE_URL="+fake.URL(), "SELFCODE_LLM_API_KEY=test",
+	env := append(dockerEnv(), "SELFCODE_DATA_DIR="+t.TempDir(), "SELFCODE_WORKERS=3", "SELFCODE_LLM_BASE_URL="+fake.URL(), "SELFCODE_LLM_API_KEY=test",
 		"SELFCODE_LLM_MODEL_PLANNER=planner", "SELFCODE_LLM_MODEL_EDITOR=editor", "SELFCODE_LLM_MODEL_FIXER=fixer")
 	text, code := runCLI(t, env, "eval", "--repo", repo, "--limit", "1", "--json", out)
 	if code != 0 {
 		t.Fatalf("selfcode eval exited %d:\n%s", code, text)
 	}
-	for _, want := range []string{"eval: [1/1] 8f38044 resolved, verdict verified", "8f38044  yes       verified",
+	for _, want := range []string{"(limit 1; up to 3 at once)", "eval: started 216169f (1 running): Report totals need a product",
+		"eval: [1/1] 216169f resolved, verdict verified", "216169f  yes       verified",
 		"Resolved 1 of 1 graded task(s) (100 %)", "Linked issues: not read: no remote of the repository is on api.github.com"} {
 		if !strings.Contains(text, want) {
 			t.Errorf("output lacks %q:\n%s", want, text)

@@ -116,8 +116,9 @@ type Inference struct {
 //     tox.ini: a virtual environment at Venv that sees the image's packages
 //     (pytest among them), the requirements and the project installed
 //     into it (network only when something is declared), then pytest with
-//     a JUnit report, or unittest when nothing mentions pytest and the
-//     tests use unittest.
+//     a JUnit report, going on past a test file that does not import (the
+//     other files still run, test by test), or unittest when nothing
+//     mentions pytest and the tests use unittest.
 //   - a Makefile test target: make test, only when nothing above gave a
 //     test command.
 //
@@ -375,7 +376,7 @@ func inferPython(dir string, inf *Inference) {
 	if mentionsPytest || !usesUnittest(dir) {
 		out := ReportDir + "/pytest.xml"
 		inf.Verify = append(inf.Verify, Command{Name: "test", Kind: KindTest, Runner: RunnerPytest, Inferred: true,
-			Run:     py + " -m pytest -rA -p no:cacheprovider --junitxml=" + out,
+			Run:     py + " -m pytest -rA -p no:cacheprovider --continue-on-collection-errors --junitxml=" + out,
 			Reports: []string{out}})
 		return
 	}

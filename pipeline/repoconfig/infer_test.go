@@ -39,7 +39,7 @@ func cmdLine(c Command) string {
 const (
 	venv    = "python3 -m venv --system-site-packages /work/.venv"
 	pip     = "/work/.venv/bin/pip install --disable-pip-version-check --no-input"
-	pytest  = "/work/.venv/bin/python -m pytest -rA -p no:cacheprovider --junitxml=/tmp/selfcode-reports/pytest.xml"
+	pytest  = "/work/.venv/bin/python -m pytest -rA -p no:cacheprovider --continue-on-collection-errors --junitxml=/tmp/selfcode-reports/pytest.xml"
 	pyRep   = "/tmp/selfcode-reports/pytest.xml"
 	goBuild = "build|go build ./...|build||"
 	goVet   = "vet|go vet ./...|build||"

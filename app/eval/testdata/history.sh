@@ -1,10 +1,15 @@
 #!/bin/sh
-# Builds the small Go repository selfcode eval's tests score, with a real
-# history, into the directory given (created; must not exist or be empty).
+# Builds a small repository selfcode eval's tests score, with a real
+# history, into the directory given (created; must not exist or be empty):
+# the Go one (calc), or with "python" or "jest" a Python (pytest) or
+# JavaScript (Jest) one of two commits, with setup and verify inferred.
+# Each commit's test change carries a marker, selfcode-held-back-NAME, that
+# must never reach the model while that commit is evaluated.
 # Deterministic: fixed authors, dates and content, and no git config from
 # the host, so the same script always gives the same commit ids.
 set -eu
-dir=${1:?usage: history.sh DIR}
+dir=${1:?usage: history.sh DIR [go|python|jest]}
+lang=${2:-go}
 mkdir -p "$dir"
 cd "$dir"
 
@@ -19,6 +24,50 @@ commit() { # commit MESSAGE: everything in the tree, an hour after the last
 	hour=$((hour + 1))
 }
 git init -q -b main .
+
+if [ "$lang" = python ]; then
+	# 1. A package whose tests pass.
+	cat > pyproject.toml <<'EOF'
+[build-system]
+requires = ["setuptools>=61"]
+build-backend = "setuptools.build_meta"
+
+[project]
+name = "calc"
+version = "0.1.0"
+
+[tool.setuptools]
+py-modules = ["calc"]
+EOF
+	printf 'limits: {max_fix_attempts: 1}\n' > .selfcode.yml
+	printf 'def add(a, b):\n    return a + b\n\n\ndef sub(a, b):\n    return a - b\n' > calc.py
+	mkdir tests
+	printf 'from calc import add, sub\n\n\ndef test_add():\n    assert add(2, 2) == 4\n\n\ndef test_sub():\n    assert sub(5, 3) == 2\n' > tests/test_calc.py
+	commit "Start the calc package"
+
+	# 2. The fix adds mul; its test imports it beside the old tests, so on
+	# the base the whole file does not import.
+	printf '\n\ndef mul(a, b):\n    return a * b\n' >> calc.py
+	printf 'from calc import add, mul, sub\n\n\ndef test_add():\n    assert add(2, 2) == 4\n\n\ndef test_sub():\n    assert sub(5, 3) == 2\n\n\ndef test_mul_for_report_totals():\n    assert mul(6, 7) == 42, "selfcode-held-back-pymul"\n' > tests/test_calc.py
+	commit "Report totals need a product"
+	exit 0
+fi
+
+if [ "$lang" = jest ]; then
+	# 1. A package whose tests pass.
+	printf '{"name":"calc","version":"1.0.0","private":true,"scripts":{"test":"jest"}}\n' > package.json
+	printf 'limits: {max_fix_attempts: 1}\n' > .selfcode.yml
+	printf 'exports.add = (a, b) => a + b;\nexports.sub = (a, b) => a - b;\n' > calc.js
+	printf 'const { add, sub } = require("./calc");\n\ntest("adds", () => { expect(add(2, 2)).toBe(4); });\ntest("subtracts", () => { expect(sub(5, 3)).toBe(2); });\n' > calc.test.js
+	commit "Start the calc package"
+
+	# 2. The fix adds mul.js; the test requires it beside the old tests, so
+	# on the base the whole file does not load.
+	printf 'exports.mul = (a, b) => a * b;\n' > mul.js
+	printf 'const { add, sub } = require("./calc");\nconst { mul } = require("./mul");\n\ntest("adds", () => { expect(add(2, 2)).toBe(4); });\ntest("subtracts", () => { expect(sub(5, 3)).toBe(2); });\n// selfcode-held-back-jsmul\ntest("multiplies for report totals", () => { expect(mul(6, 7)).toBe(42); });\n' > calc.test.js
+	commit "Report totals need a product"
+	exit 0
+fi
 
 # 1. The module, with two bugs nobody has noticed yet.
 cat > go.mod <<'EOF'
@@ -110,7 +159,7 @@ cat >> calc_test.go <<'EOF'
 
 func TestNeg(t *testing.T) {
 	if got := Neg(3); got != -3 {
-		t.Fatalf("Neg(3) = %d", got)
+		t.Fatalf("Neg(3) = %d (selfcode-held-back-neg)", got)
 	}
 }
 EOF
@@ -147,7 +196,7 @@ cat >> calc_test.go <<'EOF'
 
 func TestSubBelowZero(t *testing.T) {
 	if got := Sub(2, 5); got != -3 {
-		t.Fatalf("Sub(2, 5) = %d", got)
+		t.Fatalf("Sub(2, 5) = %d (selfcode-held-back-doc)", got)
 	}
 }
 EOF
@@ -173,7 +222,7 @@ cat >> calc_test.go <<'EOF'
 
 func TestAddWithNegativeOperand(t *testing.T) {
 	if got := Add(7, -2); got != 5 {
-		t.Fatalf("Add(7, -2) = %d", got)
+		t.Fatalf("Add(7, -2) = %d (selfcode-held-back-add)", got)
 	}
 }
 EOF
@@ -203,7 +252,7 @@ import "testing"
 func TestReverse(t *testing.T) {
 	for _, c := range []struct{ in, want string }{{"abc", "cba"}, {"", ""}, {"naïve façade", "edaçaf evïan"}} {
 		if got := Reverse(c.in); got != c.want {
-			t.Errorf("Reverse(%q) = %q, want %q", c.in, got, c.want)
+			t.Errorf("Reverse(%q) = %q, want %q (selfcode-held-back-reverse)", c.in, got, c.want)
 		}
 	}
 }
@@ -221,7 +270,7 @@ cat >> calc_test.go <<'EOF'
 
 func TestMulForReportTotals(t *testing.T) {
 	if got := Mul(6, 7); got != 42 {
-		t.Fatalf("Mul(6, 7) = %d", got)
+		t.Fatalf("Mul(6, 7) = %d (selfcode-held-back-mul)", got)
 	}
 }
 EOF
