@@ -88,6 +88,47 @@ func noLeftovers(t *testing.T, api *client.Client, instance string, ids []string
 	}
 }
 
+// testBuildLabel marks what one test build makes: its Dockerfile sets it
+// (labelStep) right after FROM, and the classic builder copies a label to
+// every later step's intermediate container and image, dangling layers of a
+// failed build included. Other tests on the shared engine never carry the
+// value, so a leftover check scoped by it cannot blame them.
+const testBuildLabel = "selfcode.test.build"
+
+// labelStep is the Dockerfile line that marks a build's steps with run.
+func labelStep(run string) string { return "LABEL " + testBuildLabel + "=" + run + "\n" }
+
+// madeBy lists the images (intermediate and dangling ones included) and
+// containers (stopped or never started included) that carry run's label.
+func madeBy(t *testing.T, api *client.Client, run string) (images, containers []string) {
+	t.Helper()
+	ctx := context.Background()
+	f := filters.NewArgs(filters.Arg("label", testBuildLabel+"="+run))
+	is, err := api.ImageList(ctx, image.ListOptions{All: true, Filters: f})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, i := range is {
+		images = append(images, strings.TrimPrefix(i.ID, "sha256:"))
+	}
+	cs, err := api.ContainerList(ctx, container.ListOptions{All: true, Filters: f})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range cs {
+		containers = append(containers, c.ID)
+	}
+	return images, containers
+}
+
+// nothingMadeBy fails when an image or container of run's build remains.
+func nothingMadeBy(t *testing.T, api *client.Client, run string) {
+	t.Helper()
+	if is, cs := madeBy(t, api, run); len(is)+len(cs) > 0 {
+		t.Errorf("the build left %d image(s) %v and %d container(s) %v on the engine", len(is), is, len(cs), cs)
+	}
+}
+
 // cleanupInstance removes whatever a failed test left of instance.
 func cleanupInstance(t *testing.T, instance string) {
 	t.Cleanup(func() {
@@ -303,7 +344,8 @@ func TestSmokeBuildFailures(t *testing.T) {
 
 	t.Run("a Dockerfile that tries the network fails with the reason", func(t *testing.T) {
 		t.Parallel()
-		dir := writeTreeFiles(t, map[string]string{"Dockerfile": "FROM " + testImage() + "\nRUN python3 -c \"import urllib.request; urllib.request.urlopen('http://example.com/', timeout=5)\"\nCMD [\"true\"]\n"})
+		run := randomHex(6)
+		dir := writeTreeFiles(t, map[string]string{"Dockerfile": "FROM " + testImage() + "\n" + labelStep(run) + "RUN python3 -c \"import urllib.request; urllib.request.urlopen('http://example.com/', timeout=5)\"\nCMD [\"true\"]\n"})
 		cfg := repoconfig.DefaultSmoke()
 		cfg.Port = 8080
 		rows, err := smoke.Run(context.Background(), b, smoke.Spec{JobID: "net", Config: *cfg,
@@ -319,6 +361,7 @@ func TestSmokeBuildFailures(t *testing.T) {
 				t.Errorf("output lacks %q:\n%s", want, rows[0].Output)
 			}
 		}
+		nothingMadeBy(t, api, run)
 	})
 	t.Run("a base image not on the engine is refused, never pulled", func(t *testing.T) {
 		t.Parallel()
@@ -331,13 +374,40 @@ func TestSmokeBuildFailures(t *testing.T) {
 			t.Errorf("the image was pulled: %v", err)
 		}
 	})
-	t.Run("a failing step's layers go with it", func(t *testing.T) {
+	t.Run("a failing step's layers and intermediate containers go with it", func(t *testing.T) {
 		t.Parallel()
-		_, err := buildFrom(t, b, map[string]string{"Dockerfile": "FROM scratch\nLABEL a=b\nCOPY missing /x\n"})
+		// Step 2 commits a layer, step 3 another, step 4 fails in its
+		// intermediate container.
+		run := randomHex(6)
+		_, err := buildFrom(t, b, map[string]string{"Dockerfile": "FROM " + testImage() + "\n" + labelStep(run) + "RUN echo layer >/tmp/layer\nRUN echo failing; exit 3\n"})
 		var f *smoke.Failure
-		if !errors.As(err, &f) || !strings.Contains(f.Log, "Step 2/") {
+		if !errors.As(err, &f) || !strings.Contains(f.Log, "Step 4/4") || !strings.Contains(f.Log, "failing") || !strings.Contains(f.Reason, "returned a non-zero code: 3") {
 			t.Fatalf("err = %v", err)
 		}
+		nothingMadeBy(t, api, run)
+	})
+	t.Run("the label finds every layer a build made, until the image is removed", func(t *testing.T) {
+		t.Parallel()
+		// What makes the checks above able to fail: madeBy sees the
+		// intermediate layer (step 2) under the image (step 3).
+		run := randomHex(6)
+		img, err := buildFrom(t, b, map[string]string{"Dockerfile": "FROM scratch\n" + labelStep(run) + "COPY Dockerfile /Dockerfile\n"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids := img.(*builtImage).IDs()
+		found, _ := madeBy(t, api, run)
+		matched := len(found) == len(ids) && len(ids) == 2
+		for _, id := range ids {
+			matched = matched && slices.ContainsFunc(found, func(f string) bool { return strings.HasPrefix(f, id) })
+		}
+		if !matched {
+			t.Errorf("the build reported images %v; its label finds %v", ids, found)
+		}
+		if err := img.Remove(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		nothingMadeBy(t, api, run)
 	})
 	t.Cleanup(func() { noLeftovers(t, api, m.opts.Instance, nil) })
 }
