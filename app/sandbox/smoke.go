@@ -88,22 +88,14 @@ func (b SmokeBackend) Available(ctx context.Context) error {
 
 // probeBuild builds and removes an image holding nothing but a label.
 func (m *Manager) probeBuild(ctx context.Context) error {
-	var ctxTar bytes.Buffer
-	tw := tar.NewWriter(&ctxTar)
-	df := []byte("FROM scratch\nLABEL selfcode.probe=1\n")
-	if err := tw.WriteHeader(&tar.Header{Name: "Dockerfile", Mode: 0o644, Size: int64(len(df))}); err != nil {
-		return err
-	}
-	if _, err := tw.Write(df); err != nil {
-		return err
-	}
-	if err := tw.Close(); err != nil {
+	ctxTar, err := dockerfileContext("FROM scratch\nLABEL selfcode.probe=1\n")
+	if err != nil {
 		return err
 	}
 	tag := m.smokeTag(time.Now().Add(time.Minute))
 	m.owned.add(tag)
 	defer m.owned.remove(tag)
-	res, err := m.build(ctx, &ctxTar, "Dockerfile", tag)
+	res, err := m.build(ctx, ctxTar, "Dockerfile", tag)
 	if err != nil {
 		return err
 	}
@@ -112,6 +104,19 @@ func (m *Manager) probeBuild(ctx context.Context) error {
 		return errors.New(res.failure)
 	}
 	return nil
+}
+
+// dockerfileContext is a build context holding only a Dockerfile.
+func dockerfileContext(dockerfile string) (*bytes.Buffer, error) {
+	var ctxTar bytes.Buffer
+	tw := tar.NewWriter(&ctxTar)
+	if err := tw.WriteHeader(&tar.Header{Name: "Dockerfile", Mode: 0o644, Size: int64(len(dockerfile))}); err != nil {
+		return nil, err
+	}
+	if _, err := io.WriteString(tw, dockerfile); err != nil {
+		return nil, err
+	}
+	return &ctxTar, tw.Close()
 }
 
 // Snapshot captures dir's build context now.
@@ -163,7 +168,10 @@ type buildResult struct {
 
 // build runs one classic-builder build of contextTar: no network, no
 // cache (nothing is shared with other builds, so every layer is this
-// build's own), intermediate containers always removed, the job's limits.
+// build's own), intermediate containers always removed, the job's memory,
+// CPU and open-file limits. The build API takes no pids limit, no
+// capability and no security option (the engine refuses SecurityOpt on a
+// build): docs/security.md says what that leaves.
 // The image is found again by its tag (smokeTag), not by labels: the
 // classic builder adds a layer per label, a commit each. An error means
 // the engine could not build; a failing Dockerfile is a result with

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/containerd/errdefs"
+	"github.com/docker/docker/api/types/build"
 	"github.com/docker/docker/api/types/container"
 	"github.com/docker/docker/api/types/filters"
 	"github.com/docker/docker/api/types/image"
@@ -410,4 +411,64 @@ func TestSmokeBuildFailures(t *testing.T) {
 		nothingMadeBy(t, api, run)
 	})
 	t.Cleanup(func() { noLeftovers(t, api, m.opts.Instance, nil) })
+}
+
+// The image build's RUN steps get the job's memory, CPU and open-file
+// limits, read back from their own cgroup in the build log; and what
+// docs/security.md says the classic builder cannot restrict is so: no pids
+// limit, Docker's default capabilities for a root step, no
+// no-new-privileges, and security options refused for a build.
+func TestSmokeBuildLimits(t *testing.T) {
+	m, api := newManager(t, Limits{Memory: 320 << 20, CPUs: 0.5, NoFile: 1234})
+	cleanupInstance(t, m.opts.Instance)
+	b := SmokeBackend{Manager: m}
+	ctx := context.Background()
+
+	t.Run("a RUN step runs under the job's memory, CPU and open-file limits", func(t *testing.T) {
+		t.Parallel()
+		run := randomHex(6)
+		// The step prints what it got and fails, so that its log comes
+		// back (with the failure).
+		step := "RUN set -- " + strings.Join(cgroupFiles, " ") + "; " + cgroupScript +
+			`; echo "nofile $(ulimit -n)"; grep -E '^(CapEff|NoNewPrivs):' /proc/self/status; exit 7` + "\n"
+		_, err := buildFrom(t, b, map[string]string{"Dockerfile": "FROM " + testImage() + "\n" + labelStep(run) + "USER root\n" + step})
+		var f *smoke.Failure
+		if !errors.As(err, &f) || !strings.Contains(f.Reason, "returned a non-zero code: 7") {
+			t.Fatalf("err = %v", err)
+		}
+		if got, want := parseCgroupLimits(f.Log), (CgroupLimits{Memory: 320 << 20, MilliCPUs: 500, Pids: -1}); got != want {
+			t.Errorf("the RUN step's cgroup holds %+v, want %+v (no pids limit: the build API has none)\n%s", got, want, f.Log)
+		}
+		for _, want := range []string{"nofile 1234\n", "NoNewPrivs:\t0\n"} {
+			if !strings.Contains(f.Log, want) {
+				t.Errorf("the log lacks %q:\n%s", want, f.Log)
+			}
+		}
+		if strings.Contains(f.Log, "CapEff:\t0000000000000000") || !strings.Contains(f.Log, "CapEff:\t") {
+			t.Errorf("a root RUN step should have Docker's default capabilities:\n%s", f.Log)
+		}
+		nothingMadeBy(t, api, run)
+	})
+	t.Run("the engine refuses security options on a build", func(t *testing.T) {
+		t.Parallel()
+		run := randomHex(6)
+		df, err := dockerfileContext("FROM scratch\n" + labelStep(run))
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp, err := m.api.ImageBuild(ctx, df, build.ImageBuildOptions{Version: build.BuilderV1, NoCache: true, Remove: true, ForceRemove: true,
+			NetworkMode: network.NetworkNone, SecurityOpt: []string{"no-new-privileges"}})
+		if err == nil {
+			io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+			if is, _ := madeBy(t, api, run); len(is) > 0 {
+				api.ImageRemove(ctx, is[0], image.RemoveOptions{})
+			}
+			t.Fatal("the engine took no-new-privileges for a build: apply it in Manager.build and update docs/security.md")
+		}
+		if !errdefs.IsInvalidArgument(err) {
+			t.Errorf("err = %v, want the engine's refusal", err)
+		}
+		nothingMadeBy(t, api, run)
+	})
 }
