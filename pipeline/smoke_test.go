@@ -16,6 +16,7 @@ import (
 
 	"github.com/selfcode/selfcode/app/report"
 	"github.com/selfcode/selfcode/app/sandbox"
+	"github.com/selfcode/selfcode/internal/dockertest"
 	"github.com/selfcode/selfcode/internal/fakeopenai"
 	"github.com/selfcode/selfcode/internal/samplerepo"
 	"github.com/selfcode/selfcode/pipeline"
@@ -52,7 +53,7 @@ func (r *recordingEngine) Build(ctx context.Context, spec smoke.BuildSpec) (smok
 // real smoke engine.
 func smokeHarness(t *testing.T, script ...fakeopenai.Step) (*harness, *recordingEngine, *sandbox.Manager) {
 	t.Helper()
-	files := samplerepo.ServiceFiles()
+	files := samplerepo.ServiceFiles(dockertest.Image())
 	var eng *recordingEngine
 	var mgr *sandbox.Manager
 	h := newHarnessWith(t, func(o *pipeline.Options, m *sandbox.Manager) {

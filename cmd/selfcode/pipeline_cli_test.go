@@ -119,7 +119,7 @@ func TestRunOnALocalCheckout(t *testing.T) {
 // configures one is verified without it, and the report says so.
 func TestRunWithTheSmokeStageOff(t *testing.T) {
 	dockertest.Manager(t)
-	repo, _ := localRepo(t, samplerepo.ServiceFiles())
+	repo, _ := localRepo(t, samplerepo.ServiceFiles(dockertest.Image()))
 	env := append(runEnv(t, editorSteps("items.go", samplerepo.ItemsLine, `var Items = []string{"apple", "banana", "cherry"}`)), "SELFCODE_SMOKE_ENABLED=false")
 	out, code := runCLI(t, env, "run", "--repo", repo, "--task", "List cherries too")
 	if code != 0 {
