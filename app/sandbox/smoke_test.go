@@ -3,14 +3,18 @@ package sandbox
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -187,15 +191,64 @@ func bridgeListener(t *testing.T, api *client.Client, instance string) string {
 	return addr
 }
 
-func httpGet(t *testing.T, url string) (int, string) {
+// shadowGet sends GET path to the shadow's service the way the smoke stage
+// does: over connections from its Dial.
+func shadowGet(t *testing.T, sh smoke.Shadow, path string) (int, string) {
 	t.Helper()
-	resp, err := http.Get(url)
+	c := &http.Client{Timeout: time.Minute, Transport: &http.Transport{DisableKeepAlives: true,
+		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) { return sh.Dial(ctx) }}}
+	resp, err := c.Get(sh.URL() + path)
 	if err != nil {
-		t.Fatalf("GET %s: %v", url, err)
+		t.Fatalf("GET %s: %v", path, err)
 	}
 	defer resp.Body.Close()
 	b, _ := io.ReadAll(resp.Body)
 	return resp.StatusCode, string(b)
+}
+
+// hostListener serves HTTP on every interface of this machine (as a
+// public listener does, selfcode's :8080 say) and returns its address on
+// the engine's default bridge (docker0) — a host address every
+// bridge-networked container could reach — after checking that this
+// process reaches it there. ok is false when the engine is not on this
+// machine (no address here is in that bridge's subnet).
+func hostListener(t *testing.T, api *client.Client) (addr string, ok bool) {
+	t.Helper()
+	nw, err := api.NetworkInspect(context.Background(), network.NetworkBridge, network.InspectOptions{})
+	if err != nil || len(nw.IPAM.Config) == 0 {
+		t.Fatalf("inspect the default bridge: %v (%+v)", err, nw.IPAM)
+	}
+	_, subnet, err := net.ParseCIDR(nw.IPAM.Config[0].Subnet)
+	if err != nil {
+		t.Fatal(err)
+	}
+	addrs, err := net.InterfaceAddrs()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var host net.IP
+	for _, a := range addrs {
+		if n, ok := a.(*net.IPNet); ok && subnet.Contains(n.IP) {
+			host = n.IP
+		}
+	}
+	if host == nil {
+		return "", false
+	}
+	l, err := net.Listen("tcp", ":0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { fmt.Fprint(w, "host") })}
+	go srv.Serve(l)
+	t.Cleanup(func() { srv.Close() })
+	addr = net.JoinHostPort(host.String(), strconv.Itoa(l.Addr().(*net.TCPAddr).Port))
+	resp, err := http.Get("http://" + addr + "/")
+	if err != nil {
+		t.Fatalf("this process does not reach its own listener at %s: %v", addr, err)
+	}
+	resp.Body.Close()
+	return addr, true
 }
 
 func TestSmokeShadow(t *testing.T) {
@@ -215,7 +268,7 @@ func TestSmokeShadow(t *testing.T) {
 		t.Fatalf("build made images %q", ids)
 	}
 
-	t.Run("locked down, reachable over its own internal network only", func(t *testing.T) {
+	t.Run("locked down, with no network: reached through its helper only", func(t *testing.T) {
 		deadline := time.Now().Add(5 * time.Minute).Truncate(time.Second)
 		sh, err := b.Start(ctx, smoke.RunSpec{JobID: "job/shadow 1", Image: img, Port: 8080, Env: map[string]string{"APP_ENV": "smoke"}, ReadOnly: true, Deadline: deadline})
 		if err != nil {
@@ -223,26 +276,38 @@ func TestSmokeShadow(t *testing.T) {
 		}
 		s := sh.(*shadow)
 		poll.Until(t, "the shadow service to answer", time.Minute, func() bool {
-			resp, err := http.Get(sh.URL() + "/health")
+			conn, err := sh.Dial(ctx)
 			if err == nil {
-				resp.Body.Close()
+				conn.Close()
 			}
-			return err == nil && resp.StatusCode == 200
+			return err == nil
 		})
-		if _, body := httpGet(t, sh.URL()+"/env"); body != "smoke" {
+		if _, body := shadowGet(t, sh, "/env"); body != "smoke" {
 			t.Errorf("APP_ENV = %q", body)
 		}
-		if _, body := httpGet(t, sh.URL()+"/write"); body != "30" { // EROFS
+		if _, body := shadowGet(t, sh, "/write"); body != "30" { // EROFS
 			t.Errorf("writing / gave %q, want errno 30 (read-only file system)", body)
 		}
-		// Nothing beyond its network: a service on the engine's default
-		// bridge, which this process reaches, is out of its reach (the
-		// probe never leaves the machine).
+		// No network: not a single route, so neither a container on the
+		// engine's default bridge nor a listener on every interface of the
+		// host (which a bridge network's gateway leads to) is reachable,
+		// while this process reaches both (the probes never leave the
+		// machine).
+		if _, routes := shadowGet(t, sh, "/route"); strings.Count(strings.TrimSpace(routes), "\n") != 0 {
+			t.Errorf("the shadow container has routes:\n%s", routes)
+		}
 		other := bridgeListener(t, api, m.opts.Instance)
-		if _, body := httpGet(t, sh.URL()+"/dial?addr="+other); body == "connected" {
+		if _, body := shadowGet(t, sh, "/dial?addr="+other); body == "connected" {
 			t.Errorf("the shadow container reached %s on another network", other)
 		}
-		_, status := httpGet(t, sh.URL()+"/status")
+		if host, ok := hostListener(t, api); ok {
+			if _, body := shadowGet(t, sh, "/dial?addr="+host); body == "connected" || !strings.Contains(body, "network is unreachable") {
+				t.Errorf("dialing the host's listener at %s from the shadow container: %s", host, body)
+			}
+		} else {
+			t.Log("the engine is not on this machine: the host listener check does not apply")
+		}
+		_, status := shadowGet(t, sh, "/status")
 		if !strings.Contains(status, "CapEff:\t0000000000000000") || !strings.Contains(status, "NoNewPrivs:\t1") {
 			t.Errorf("capabilities or no-new-privileges not as expected:\n%s", status)
 		}
@@ -251,9 +316,14 @@ func TestSmokeShadow(t *testing.T) {
 			t.Fatal(err)
 		}
 		hc := info.HostConfig
-		nw, err := api.NetworkInspect(ctx, s.network, network.InspectOptions{})
+		helper, err := api.ContainerInspect(ctx, s.helper)
 		if err != nil {
 			t.Fatal(err)
+		}
+		hhc := helper.HostConfig
+		helperLabelled := true
+		for k, v := range m.smokeLabels("job/shadow 1", deadline) {
+			helperLabelled = helperLabelled && helper.Config.Labels[k] == v
 		}
 		checks := []struct {
 			name string
@@ -269,10 +339,13 @@ func TestSmokeShadow(t *testing.T) {
 			{"pids limit", hc.PidsLimit != nil && *hc.PidsLimit == 64},
 			{"no host mounts", len(hc.Binds) == 0 && len(info.Mounts) == 0},
 			{"no published ports", len(hc.PortBindings) == 0 && !hc.PublishAllPorts},
-			{"on its own network only", string(hc.NetworkMode) == s.network && len(info.NetworkSettings.Networks) == 1},
-			{"the network has no route out", nw.Internal},
+			{"in its helper's network namespace", string(hc.NetworkMode) == "container:"+s.helper},
+			{"the helper has no network", string(hhc.NetworkMode) == network.NetworkNone && len(hhc.PortBindings) == 0},
+			{"the helper locked down", slices.Equal(hhc.CapDrop, []string{"ALL"}) && slices.Contains(hhc.SecurityOpt, "no-new-privileges") &&
+				hhc.ReadonlyRootfs && !hhc.Privileged && len(helper.Mounts) == 0 && hhc.PidsLimit != nil && *hhc.PidsLimit == helperPids &&
+				hhc.Memory == helperMemory && helper.Config.User == m.opts.User},
 			{"labels for the reaper", info.Config.Labels[LabelInstance] == m.opts.Instance && info.Config.Labels[LabelJob] == "job/shadow 1" &&
-				info.Config.Labels[LabelDeadline] == deadline.UTC().Format(time.RFC3339) && nw.Labels[LabelInstance] == m.opts.Instance},
+				info.Config.Labels[LabelDeadline] == deadline.UTC().Format(time.RFC3339) && helperLabelled},
 		}
 		for _, ck := range checks {
 			if !ck.ok {
@@ -289,15 +362,30 @@ func TestSmokeShadow(t *testing.T) {
 		if err := sh.Close(ctx); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := api.ContainerInspect(ctx, s.id); !errdefs.IsNotFound(err) {
-			t.Errorf("container still there after Close: %v", err)
-		}
-		if _, err := api.NetworkInspect(ctx, s.network, network.InspectOptions{}); !errdefs.IsNotFound(err) {
-			t.Errorf("network still there after Close: %v", err)
+		for _, id := range []string{s.id, s.helper} {
+			poll.Until(t, "the shadow's containers to be removed", time.Minute, func() bool {
+				_, err := api.ContainerInspect(ctx, id)
+				return errdefs.IsNotFound(err)
+			})
 		}
 	})
 
-	t.Run("a crashed run's container, network and image are reaped at the next start", func(t *testing.T) {
+	t.Run("a port nothing listens on is refused, by the service's side", func(t *testing.T) {
+		sh, err := b.Start(ctx, smoke.RunSpec{JobID: "refused", Image: img, Port: 8081, ReadOnly: true, Deadline: time.Now().Add(5 * time.Minute)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer sh.Close(ctx)
+		conn, err := sh.Dial(ctx)
+		if err == nil {
+			conn.Close()
+		}
+		if !errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, smoke.ErrEngine) {
+			t.Errorf("Dial to a closed port: %v, want connection refused", err)
+		}
+	})
+
+	t.Run("a crashed run's containers and image are reaped at the next start", func(t *testing.T) {
 		instance := "test-" + randomHex(4)
 		cleanupInstance(t, instance)
 		crashed, err := New(ctx, Options{Instance: instance, Image: testImage(), Logger: testLogger(t)})
@@ -315,7 +403,7 @@ func TestSmokeShadow(t *testing.T) {
 		}
 		crashed.Close() // nothing removed: as if the process died
 		if l := leftovers(t, api, instance); len(l) != 3 || len(leftIDs) != 1 {
-			t.Fatalf("the crashed run should have left a container, a network and an image: %v", l)
+			t.Fatalf("the crashed run should have left a shadow container, its helper and an image: %v", l)
 		}
 		next, err := New(ctx, Options{Instance: instance, Image: testImage(), Logger: testLogger(t)})
 		if err != nil {

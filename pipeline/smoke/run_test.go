@@ -150,6 +150,12 @@ func TestRun(t *testing.T) {
 			noImg:  true, noRun: true,
 		},
 		{
+			name:   "an engine that cannot reach into the container: could not run, not the service's failure",
+			yaml:   sampleYAML,
+			engine: &smoketest.Engine{Serve: always(service(200)), DialErr: fmt.Errorf("%w: exec in the helper container: no such container", smoke.ErrEngine)},
+			rows:   "smoke: image build=pass, smoke: container start=error",
+		},
+		{
 			name:   "an image that cannot start as configured",
 			yaml:   sampleYAML,
 			engine: &smoketest.Engine{StartErr: &smoke.Failure{Reason: "the image has no command to run (CMD or ENTRYPOINT)"}},
