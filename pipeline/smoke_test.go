@@ -7,15 +7,9 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/containerd/errdefs"
-	"github.com/docker/docker/api/types/container"
-	"github.com/docker/docker/api/types/filters"
-	"github.com/docker/docker/api/types/image"
-	"github.com/docker/docker/api/types/network"
-	"github.com/docker/docker/client"
-
 	"github.com/selfcode/selfcode/app/report"
 	"github.com/selfcode/selfcode/app/sandbox"
+	"github.com/selfcode/selfcode/internal/dockertest"
 	"github.com/selfcode/selfcode/internal/fakeopenai"
 	"github.com/selfcode/selfcode/internal/samplerepo"
 	"github.com/selfcode/selfcode/pipeline"
@@ -52,7 +46,7 @@ func (r *recordingEngine) Build(ctx context.Context, spec smoke.BuildSpec) (smok
 // real smoke engine.
 func smokeHarness(t *testing.T, script ...fakeopenai.Step) (*harness, *recordingEngine, *sandbox.Manager) {
 	t.Helper()
-	files := samplerepo.ServiceFiles()
+	files := samplerepo.ServiceFiles(dockertest.Image())
 	var eng *recordingEngine
 	var mgr *sandbox.Manager
 	h := newHarnessWith(t, func(o *pipeline.Options, m *sandbox.Manager) {
@@ -67,38 +61,15 @@ func smokeHarness(t *testing.T, script ...fakeopenai.Step) (*harness, *recording
 // every image layer the builds reported.
 func nothingLeft(t *testing.T, m *sandbox.Manager, eng *recordingEngine) {
 	t.Helper()
-	api, err := client.NewClientWithOpts(client.FromEnv, client.WithAPIVersionNegotiation())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer api.Close()
-	ctx := context.Background()
-	f := filters.NewArgs(filters.Arg("label", sandbox.LabelInstance+"="+m.Instance()))
-	cs, err := api.ContainerList(ctx, container.ListOptions{All: true, Filters: f})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ns, err := api.NetworkList(ctx, network.ListOptions{Filters: f})
-	if err != nil {
-		t.Fatal(err)
-	}
-	is, err := api.ImageList(ctx, image.ListOptions{Filters: filters.NewArgs(filters.Arg("reference", sandbox.SmokeRepository+":"+m.Instance()+".*"))})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(cs)+len(ns)+len(is) > 0 {
-		t.Errorf("left on the engine: %d container(s), %d network(s), %d image(s)", len(cs), len(ns), len(is))
+	if l := dockertest.Leftovers(t, m.Instance()); len(l) > 0 {
+		t.Errorf("left on the engine: %v", l)
 	}
 	eng.mu.Lock()
 	defer eng.mu.Unlock()
 	if eng.builds == 0 || len(eng.images) == 0 {
 		t.Fatalf("no image was built (%d builds)", eng.builds)
 	}
-	for _, ref := range eng.images {
-		if _, err := api.ImageInspect(ctx, ref); !errdefs.IsNotFound(err) {
-			t.Errorf("image %s is still there (%v)", ref, err)
-		}
-	}
+	dockertest.ImagesGone(t, eng.images)
 }
 
 // smokeRows are the smoke steps of a run, as "name=pass|fail".
@@ -122,9 +93,10 @@ const portPlan = `{"summary":"Listen on ITEMSD_PORT","steps":[{"id":"1","title":
 
 // TestSmokeStage runs jobs on itemsd, a service shipped as an image: the
 // smoke stage builds it (offline, FROM the sandbox image) and probes a
-// shadow container on the base and on the change. The subtests run in
-// order: the first job verifies the base commit, smoke stage included, and
-// keeps it in the baseline cache; the second takes it from there.
+// shadow container on the base and on the change. Each subtest runs alone
+// (-run); run together, the first keeps the verified base commit, smoke
+// stage included, in the baseline cache, and the second takes it from
+// there instead of building the base again.
 func TestSmokeStage(t *testing.T) {
 	all := []string{"smoke: image build=pass", "smoke: container start=pass", "smoke: health=pass", "smoke: GET /api/items=pass"}
 
@@ -173,6 +145,10 @@ func TestSmokeStage(t *testing.T) {
 			editor(call("finish", map[string]any{"summary": "The port comes from ITEMSD_PORT."})),
 			fixer(call("finish", map[string]any{"summary": "Leaving it to a human."})),
 		)
+		_, cached, err := baselines.Get(h.base, h.cfg.Hash())
+		if err != nil {
+			t.Fatal(err)
+		}
 		out, err := h.run(func(in *pipeline.Input) { in.Repository, in.IssueTitle = "o/itemsd", "Listen on ITEMSD_PORT" })
 		if err != nil {
 			t.Fatal(err)
@@ -187,11 +163,17 @@ func TestSmokeStage(t *testing.T) {
 		if got := smokeRows(out.Verify[0].Run); !slices.Equal(got, []string{"smoke: image build=pass", "smoke: container start=pass", "smoke: health=fail"}) {
 			t.Errorf("smoke rows %v", got)
 		}
+		if got := smokeRows(*out.Base); !slices.Equal(got, all) {
+			t.Errorf("base's smoke rows %v", got)
+		}
 		eng.mu.Lock()
 		builds := eng.builds
 		eng.mu.Unlock()
-		if builds != 1 {
-			t.Errorf("%d builds: the base should come from the baseline cache", builds)
+		switch {
+		case cached && builds != 1:
+			t.Errorf("%d builds: the base was in the baseline cache, only the change should be built", builds)
+		case !cached && builds != 2:
+			t.Errorf("%d builds: the base (not in the baseline cache) and the change should be built", builds)
 		}
 		fix := h.fake.RequestsFor("fixer")
 		if len(fix) == 0 {

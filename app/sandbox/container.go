@@ -200,7 +200,6 @@ func (m *Manager) containerConfig(spec Spec, image string, life time.Duration, c
 	for _, k := range slices.Sorted(maps.Keys(env)) {
 		envList = append(envList, k+"="+env[k])
 	}
-	init := true
 	netMode := container.NetworkMode(network.NetworkNone)
 	if spec.SetupNetwork {
 		netMode = network.NetworkBridge
@@ -215,7 +214,29 @@ func (m *Manager) containerConfig(spec Spec, image string, life time.Duration, c
 		// PID 1 (under the engine's init) ends the container at the deadline.
 		Entrypoint: strslice.StrSlice{"sleep", strconv.FormatInt(int64(math.Ceil(life.Seconds())), 10)},
 	}
-	host := &container.HostConfig{
+	host := m.lockedDown(netMode)
+	host.Tmpfs = map[string]string{
+		"/tmp": fmt.Sprintf("rw,exec,nosuid,nodev,size=%d,mode=1777", lim.TmpSize),
+	}
+	host.Mounts = []mount.Mount{{
+		Type:          mount.TypeVolume, // no Source: anonymous, removed with the container
+		Target:        m.opts.Workdir,
+		VolumeOptions: &mount.VolumeOptions{Labels: labels},
+	}}
+	host.Resources = m.resources()
+	if cache != nil {
+		host.Mounts = append(host.Mounts, mount.Mount{Type: mount.TypeVolume, Source: cache.volume, Target: cache.dir})
+	}
+	return cfg, host
+}
+
+// lockedDown is the host configuration of a container whose PID 1 is
+// selfcode's own (a job container, a shadow's helper): removed once it
+// ends, a read-only root, no capabilities, no new privileges, the engine's
+// init, private IPC, no log kept, the configured runtime.
+func (m *Manager) lockedDown(netMode container.NetworkMode) *container.HostConfig {
+	init := true
+	return &container.HostConfig{
 		NetworkMode:    netMode,
 		AutoRemove:     true,
 		ReadonlyRootfs: true,
@@ -225,20 +246,7 @@ func (m *Manager) containerConfig(spec Spec, image string, life time.Duration, c
 		IpcMode:        container.IPCModePrivate,
 		LogConfig:      container.LogConfig{Type: "none"},
 		Runtime:        m.opts.Runtime,
-		Tmpfs: map[string]string{
-			"/tmp": fmt.Sprintf("rw,exec,nosuid,nodev,size=%d,mode=1777", lim.TmpSize),
-		},
-		Mounts: []mount.Mount{{
-			Type:          mount.TypeVolume, // no Source: anonymous, removed with the container
-			Target:        m.opts.Workdir,
-			VolumeOptions: &mount.VolumeOptions{Labels: labels},
-		}},
-		Resources: m.resources(),
 	}
-	if cache != nil {
-		host.Mounts = append(host.Mounts, mount.Mount{Type: mount.TypeVolume, Source: cache.volume, Target: cache.dir})
-	}
-	return cfg, host
 }
 
 // resources are the limits of every container the manager starts: memory

@@ -54,7 +54,7 @@ type Manager struct {
 
 	owned      ownedSet   // the smoke stage's live networks, containers and image tags
 	smokeMu    sync.Mutex // serialises the smoke stage's availability check
-	smokeReady bool       // the engine builds images and shadow containers are reachable
+	smokeReady bool       // the engine builds images and a helper forwards to shadow containers
 }
 
 // New connects to the engine named by the environment (DOCKER_HOST etc.),

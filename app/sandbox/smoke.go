@@ -8,8 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"maps"
-	"net"
 	"os"
 	"regexp"
 	"slices"
@@ -24,9 +22,6 @@ import (
 	"github.com/docker/docker/api/types/filters"
 	"github.com/docker/docker/api/types/image"
 	"github.com/docker/docker/api/types/network"
-	"github.com/docker/docker/api/types/strslice"
-	"github.com/docker/docker/client"
-	"github.com/docker/docker/pkg/stdcopy"
 
 	"github.com/selfcode/selfcode/pipeline/smoke"
 )
@@ -34,18 +29,13 @@ import (
 // SmokeRepository is the image repository smoke builds are tagged in.
 const SmokeRepository = "selfcode-smoke"
 
-// ErrSmokeUnreachable: this process cannot reach a container on a private
-// network of the engine (it runs in a container the engine does not know,
-// such as beside a Docker-in-Docker sidecar).
-var ErrSmokeUnreachable = errors.New("shadow containers are unreachable from this process")
-
 // buildLogBytes bounds the build log kept (its end).
 const buildLogBytes = 64 << 10
 
 // SmokeBackend runs the smoke stage (smoke.Engine) on the Manager's
 // engine: images built with the classic builder, without network and
-// without pulling; shadow containers locked down like job containers, on a
-// private network per run with no route out.
+// without pulling; shadow containers locked down like job containers, with
+// no network at all, reached through the engine (shadow.go).
 type SmokeBackend struct {
 	Manager *Manager
 	// TempDir holds build contexts while they wait for their build
@@ -57,7 +47,8 @@ var _ smoke.Engine = SmokeBackend{}
 
 // Available checks once that the engine builds images (a build of an empty
 // image, which proxies that refuse builds answer with 403) and that this
-// process reaches a container's private network.
+// process reaches a service in a shadow container through a helper
+// (probeShadow).
 func (b SmokeBackend) Available(ctx context.Context) error {
 	m := b.Manager
 	if err := m.startup(ctx); err != nil {
@@ -71,16 +62,8 @@ func (b SmokeBackend) Available(ctx context.Context) error {
 	if err := m.probeBuild(ctx); err != nil {
 		return fmt.Errorf("the Docker engine does not build images for selfcode: %w", err)
 	}
-	nw, err := m.createNetwork(ctx, "probe", time.Now().Add(time.Minute))
-	if err != nil {
+	if err := m.probeShadow(ctx); err != nil {
 		return err
-	}
-	_, rerr := m.reach(ctx, nw)
-	if err := m.removeNetwork(context.WithoutCancel(ctx), nw, ""); err != nil {
-		m.log.Warn("remove the smoke probe network", "err", err)
-	}
-	if rerr != nil {
-		return rerr
 	}
 	m.smokeReady = true
 	return nil
@@ -88,22 +71,14 @@ func (b SmokeBackend) Available(ctx context.Context) error {
 
 // probeBuild builds and removes an image holding nothing but a label.
 func (m *Manager) probeBuild(ctx context.Context) error {
-	var ctxTar bytes.Buffer
-	tw := tar.NewWriter(&ctxTar)
-	df := []byte("FROM scratch\nLABEL selfcode.probe=1\n")
-	if err := tw.WriteHeader(&tar.Header{Name: "Dockerfile", Mode: 0o644, Size: int64(len(df))}); err != nil {
-		return err
-	}
-	if _, err := tw.Write(df); err != nil {
-		return err
-	}
-	if err := tw.Close(); err != nil {
+	ctxTar, err := dockerfileContext("FROM scratch\nLABEL selfcode.probe=1\n")
+	if err != nil {
 		return err
 	}
 	tag := m.smokeTag(time.Now().Add(time.Minute))
 	m.owned.add(tag)
 	defer m.owned.remove(tag)
-	res, err := m.build(ctx, &ctxTar, "Dockerfile", tag)
+	res, err := m.build(ctx, ctxTar, "Dockerfile", tag)
 	if err != nil {
 		return err
 	}
@@ -112,6 +87,19 @@ func (m *Manager) probeBuild(ctx context.Context) error {
 		return errors.New(res.failure)
 	}
 	return nil
+}
+
+// dockerfileContext is a build context holding only a Dockerfile.
+func dockerfileContext(dockerfile string) (*bytes.Buffer, error) {
+	var ctxTar bytes.Buffer
+	tw := tar.NewWriter(&ctxTar)
+	if err := tw.WriteHeader(&tar.Header{Name: "Dockerfile", Mode: 0o644, Size: int64(len(dockerfile))}); err != nil {
+		return nil, err
+	}
+	if _, err := io.WriteString(tw, dockerfile); err != nil {
+		return nil, err
+	}
+	return &ctxTar, tw.Close()
 }
 
 // Snapshot captures dir's build context now.
@@ -163,7 +151,10 @@ type buildResult struct {
 
 // build runs one classic-builder build of contextTar: no network, no
 // cache (nothing is shared with other builds, so every layer is this
-// build's own), intermediate containers always removed, the job's limits.
+// build's own), intermediate containers always removed, the job's memory,
+// CPU and open-file limits. The build API takes no pids limit, no
+// capability and no security option (the engine refuses SecurityOpt on a
+// build): docs/security.md says what that leaves.
 // The image is found again by its tag (smokeTag), not by labels: the
 // classic builder adds a layer per label, a commit each. An error means
 // the engine could not build; a failing Dockerfile is a result with
@@ -377,265 +368,8 @@ func (m *Manager) smokeLabels(jobID string, deadline time.Time) map[string]strin
 	}
 }
 
-// Start starts a shadow container of spec.Image on a new internal network
-// (no route out), reachable from this process, locked down like a job
-// container except that it runs the image's own user and command.
-func (b SmokeBackend) Start(ctx context.Context, spec smoke.RunSpec) (smoke.Shadow, error) {
-	m := b.Manager
-	if err := m.startup(ctx); err != nil {
-		return nil, err
-	}
-	nw, err := m.createNetwork(ctx, spec.JobID, spec.Deadline)
-	if err != nil {
-		return nil, err
-	}
-	sh := &shadow{m: m, network: nw, port: spec.Port, jobID: spec.JobID}
-	fail := func(err error) (smoke.Shadow, error) {
-		if cerr := sh.Close(context.WithoutCancel(ctx)); cerr != nil {
-			m.log.Warn("remove a shadow container that did not start", "job_id", spec.JobID, "err", cerr)
-		}
-		return nil, err
-	}
-	if sh.joined, err = m.reach(ctx, nw); err != nil {
-		return fail(err)
-	}
-	cfg, host := m.shadowConfig(spec, nw)
-	name := "selfcode-smoke-" + nameSafe(spec.JobID) + "-" + randomHex(4)
-	m.creating.RLock()
-	created, err := m.api.ContainerCreate(ctx, cfg, host, &network.NetworkingConfig{EndpointsConfig: map[string]*network.EndpointSettings{nw: {}}}, nil, name)
-	if err == nil {
-		sh.id = created.ID
-		m.owned.add(created.ID)
-	}
-	m.creating.RUnlock()
-	switch {
-	case err != nil && errdefs.IsInvalidArgument(err):
-		return fail(&smoke.Failure{Reason: "the image cannot be run: " + err.Error()})
-	case err != nil:
-		return fail(fmt.Errorf("create the shadow container: %w", err))
-	case len(created.Warnings) > 0:
-		return fail(&WarningError{Warnings: created.Warnings})
-	}
-	if err := m.api.ContainerStart(ctx, sh.id, container.StartOptions{}); err != nil {
-		if ctx.Err() != nil || errdefs.IsNotFound(err) || client.IsErrConnectionFailed(err) {
-			return fail(fmt.Errorf("start the shadow container: %w", err))
-		}
-		// The engine answered: the image's command could not start.
-		return fail(&smoke.Failure{Reason: "the container could not start: " + err.Error()})
-	}
-	info, err := m.api.ContainerInspect(ctx, sh.id)
-	if err != nil {
-		return fail(fmt.Errorf("inspect the shadow container: %w", err))
-	}
-	if info.NetworkSettings != nil {
-		for _, ep := range info.NetworkSettings.Networks { // keyed by name
-			if ep != nil && ep.NetworkID == nw {
-				sh.ip = ep.IPAddress
-			}
-		}
-	}
-	if sh.ip == "" {
-		if info.State != nil && !info.State.Running {
-			return sh, nil // exited already: State says how, Logs why
-		}
-		return fail(fmt.Errorf("the shadow container has no address on %s", nw))
-	}
-	m.log.Info("shadow container started", "job_id", spec.JobID, "container", shortID(sh.id), "image", spec.Image.Ref(), "address", sh.URL())
-	return sh, nil
-}
-
-// shadowConfig is the locked-down configuration of a shadow container.
-func (m *Manager) shadowConfig(spec smoke.RunSpec, nw string) (*container.Config, *container.HostConfig) {
-	lim := m.opts.Limits
-	env := make([]string, 0, len(spec.Env))
-	for _, k := range slices.Sorted(maps.Keys(spec.Env)) {
-		env = append(env, k+"="+spec.Env[k])
-	}
-	init := true
-	cfg := &container.Config{
-		Image:    spec.Image.Ref(),
-		Env:      env,
-		Hostname: "shadow",
-		Labels:   m.smokeLabels(spec.JobID, spec.Deadline),
-	}
-	host := &container.HostConfig{
-		NetworkMode:    container.NetworkMode(nw),
-		ReadonlyRootfs: spec.ReadOnly,
-		CapDrop:        strslice.StrSlice{"ALL"},
-		SecurityOpt:    []string{"no-new-privileges"},
-		Init:           &init,
-		IpcMode:        container.IPCModePrivate,
-		// Its last lines are read for the report: a small local log.
-		LogConfig: container.LogConfig{Type: "json-file", Config: map[string]string{"max-size": "1m", "max-file": "1"}},
-		Runtime:   m.opts.Runtime,
-		Tmpfs: map[string]string{
-			"/tmp": fmt.Sprintf("rw,nosuid,nodev,size=%d,mode=1777", lim.TmpSize),
-		},
-		Resources: m.resources(),
-	}
-	return cfg, host
-}
-
-// createNetwork creates an internal network (no route out) for a job's
-// shadow container and returns its ID.
-func (m *Manager) createNetwork(ctx context.Context, jobID string, deadline time.Time) (string, error) {
-	name := "selfcode-smoke-" + nameSafe(jobID) + "-" + randomHex(4)
-	m.creating.RLock()
-	defer m.creating.RUnlock()
-	nw, err := m.api.NetworkCreate(ctx, name, network.CreateOptions{Driver: "bridge", Internal: true, Labels: m.smokeLabels(jobID, deadline)})
-	if err != nil {
-		return "", fmt.Errorf("create the smoke network: %w", err)
-	}
-	m.owned.add(nw.ID)
-	return nw.ID, nil
-}
-
-// removeNetwork disconnects this process's container (joined) and removes
-// the network.
-func (m *Manager) removeNetwork(ctx context.Context, nw, joined string) error {
-	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-	defer cancel()
-	var errs []error
-	if joined != "" {
-		if err := m.api.NetworkDisconnect(ctx, nw, joined, true); err != nil && !errdefs.IsNotFound(err) {
-			errs = append(errs, fmt.Errorf("leave the smoke network: %w", err))
-		}
-	}
-	if err := m.api.NetworkRemove(ctx, nw); err != nil && !errdefs.IsNotFound(err) {
-		errs = append(errs, fmt.Errorf("remove the smoke network: %w", err))
-	} else {
-		m.owned.remove(nw)
-	}
-	return errors.Join(errs...)
-}
-
-// reach makes network nw reachable from this process: directly when its
-// gateway is one of this process's addresses (selfcode runs beside the
-// engine: on the host, or in a pod sharing the engine's network), else by
-// connecting this process's own container to it (selfcode runs in a
-// container of the same engine). It returns the container it connected.
-func (m *Manager) reach(ctx context.Context, nw string) (string, error) {
-	info, err := m.api.NetworkInspect(ctx, nw, network.InspectOptions{})
-	if err != nil {
-		return "", fmt.Errorf("inspect the smoke network: %w", err)
-	}
-	for _, c := range info.IPAM.Config {
-		if ip := net.ParseIP(c.Gateway); ip != nil && localAddress(ip) {
-			return "", nil
-		}
-	}
-	self, err := m.selfContainer(ctx)
-	if err != nil {
-		return "", err
-	}
-	if err := m.api.NetworkConnect(ctx, nw, self, nil); err != nil {
-		return "", fmt.Errorf("join the smoke network: %w", err)
-	}
-	return self, nil
-}
-
-// selfContainer finds the container this process runs in on the engine
-// (Docker names a container's host after its ID).
-func (m *Manager) selfContainer(ctx context.Context) (string, error) {
-	host, err := os.Hostname()
-	if err != nil {
-		return "", fmt.Errorf("%w: %w", ErrSmokeUnreachable, err)
-	}
-	info, err := m.api.ContainerInspect(ctx, host)
-	if err != nil {
-		if errdefs.IsNotFound(err) {
-			return "", fmt.Errorf("%w: the engine's networks are not this process's, and this process does not run in a container of that engine (host name %q); run selfcode on the engine's host, in a container of the same engine, or in a pod that shares the engine's network", ErrSmokeUnreachable, host)
-		}
-		return "", fmt.Errorf("inspect this process's container: %w", err)
-	}
-	return info.ID, nil
-}
-
-// localAddress reports whether ip is assigned to an interface here.
-func localAddress(ip net.IP) bool {
-	addrs, err := net.InterfaceAddrs()
-	if err != nil {
-		return false
-	}
-	for _, a := range addrs {
-		if n, ok := a.(*net.IPNet); ok && n.IP.Equal(ip) {
-			return true
-		}
-	}
-	return false
-}
-
-// shadow is a running shadow container and its network.
-type shadow struct {
-	m       *Manager
-	id      string
-	network string
-	joined  string // this process's container, connected to network
-	ip      string
-	port    int
-	jobID   string
-	once    sync.Once
-	err     error
-}
-
-func (s *shadow) URL() string {
-	return "http://" + net.JoinHostPort(s.ip, fmt.Sprint(s.port))
-}
-
-func (s *shadow) State(ctx context.Context) (smoke.State, error) {
-	info, err := s.m.api.ContainerInspect(ctx, s.id)
-	if err != nil {
-		return smoke.State{}, fmt.Errorf("inspect the shadow container: %w", err)
-	}
-	if info.State == nil {
-		return smoke.State{}, errors.New("the engine gave no state of the shadow container")
-	}
-	return smoke.State{Running: info.State.Running, ExitCode: info.State.ExitCode, OOMKilled: info.State.OOMKilled}, nil
-}
-
-// maxLogBytes bounds the log read back.
-const maxLogBytes = 256 << 10
-
-func (s *shadow) Logs(ctx context.Context, lines int) (string, error) {
-	rc, err := s.m.api.ContainerLogs(ctx, s.id, container.LogsOptions{ShowStdout: true, ShowStderr: true, Tail: fmt.Sprint(lines)})
-	if err != nil {
-		return "", fmt.Errorf("read the shadow container's log: %w", err)
-	}
-	defer rc.Close()
-	var out bytes.Buffer
-	// One buffer for both streams keeps their lines in order.
-	if _, err := stdcopy.StdCopy(&out, &out, io.LimitReader(rc, maxLogBytes)); err != nil && out.Len() == 0 {
-		return "", fmt.Errorf("read the shadow container's log: %w", err)
-	}
-	return out.String(), nil
-}
-
-// Close removes the container (with any anonymous volume its image
-// declares) and its network. It is idempotent.
-func (s *shadow) Close(ctx context.Context) error {
-	s.once.Do(func() {
-		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
-		defer cancel()
-		var errs []error
-		if s.id != "" {
-			err := s.m.api.ContainerRemove(ctx, s.id, container.RemoveOptions{Force: true, RemoveVolumes: true})
-			if err != nil && !errdefs.IsNotFound(err) {
-				errs = append(errs, fmt.Errorf("remove the shadow container: %w", err))
-			} else {
-				s.m.owned.remove(s.id)
-			}
-		}
-		errs = append(errs, s.m.removeNetwork(ctx, s.network, s.joined))
-		s.err = errors.Join(errs...)
-		if s.err == nil {
-			s.m.log.Info("shadow container removed", "job_id", s.jobID, "container", shortID(s.id))
-		}
-	})
-	return s.err
-}
-
 // ownedSet holds the names and IDs of the smoke stage's live objects
-// (networks, shadow containers, image tags), which a reap leaves alone.
+// (shadow and helper containers, image tags), which a reap leaves alone.
 type ownedSet struct {
 	mu  sync.Mutex
 	ids map[string]bool
@@ -667,9 +401,10 @@ func (o *ownedSet) has(ids ...string) bool {
 	return false
 }
 
-// reapSmoke removes the smoke stage's networks and images that stale
-// says are leftovers (a crashed predecessor's, or past their deadline).
-// Shadow containers are job containers to the reaper and already gone.
+// reapSmoke removes the smoke stage's images, and networks (which earlier
+// versions made for shadow containers), that stale says are leftovers (a
+// crashed predecessor's, or past their deadline). Shadow and helper
+// containers are job containers to the reaper and already gone.
 func (m *Manager) reapSmoke(ctx context.Context, stale func(labels map[string]string, id string) bool, startup bool) (int, error) {
 	removed := 0
 	nets, err := m.api.NetworkList(ctx, network.ListOptions{Filters: instanceFilter()})

@@ -3,18 +3,23 @@ package sandbox
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
 	"github.com/containerd/errdefs"
+	"github.com/docker/docker/api/types/build"
 	"github.com/docker/docker/api/types/container"
 	"github.com/docker/docker/api/types/filters"
 	"github.com/docker/docker/api/types/image"
@@ -88,6 +93,47 @@ func noLeftovers(t *testing.T, api *client.Client, instance string, ids []string
 	}
 }
 
+// testBuildLabel marks what one test build makes: its Dockerfile sets it
+// (labelStep) right after FROM, and the classic builder copies a label to
+// every later step's intermediate container and image, dangling layers of a
+// failed build included. Other tests on the shared engine never carry the
+// value, so a leftover check scoped by it cannot blame them.
+const testBuildLabel = "selfcode.test.build"
+
+// labelStep is the Dockerfile line that marks a build's steps with run.
+func labelStep(run string) string { return "LABEL " + testBuildLabel + "=" + run + "\n" }
+
+// madeBy lists the images (intermediate and dangling ones included) and
+// containers (stopped or never started included) that carry run's label.
+func madeBy(t *testing.T, api *client.Client, run string) (images, containers []string) {
+	t.Helper()
+	ctx := context.Background()
+	f := filters.NewArgs(filters.Arg("label", testBuildLabel+"="+run))
+	is, err := api.ImageList(ctx, image.ListOptions{All: true, Filters: f})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, i := range is {
+		images = append(images, strings.TrimPrefix(i.ID, "sha256:"))
+	}
+	cs, err := api.ContainerList(ctx, container.ListOptions{All: true, Filters: f})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range cs {
+		containers = append(containers, c.ID)
+	}
+	return images, containers
+}
+
+// nothingMadeBy fails when an image or container of run's build remains.
+func nothingMadeBy(t *testing.T, api *client.Client, run string) {
+	t.Helper()
+	if is, cs := madeBy(t, api, run); len(is)+len(cs) > 0 {
+		t.Errorf("the build left %d image(s) %v and %d container(s) %v on the engine", len(is), is, len(cs), cs)
+	}
+}
+
 // cleanupInstance removes whatever a failed test left of instance.
 func cleanupInstance(t *testing.T, instance string) {
 	t.Cleanup(func() {
@@ -145,15 +191,64 @@ func bridgeListener(t *testing.T, api *client.Client, instance string) string {
 	return addr
 }
 
-func httpGet(t *testing.T, url string) (int, string) {
+// shadowGet sends GET path to the shadow's service the way the smoke stage
+// does: over connections from its Dial.
+func shadowGet(t *testing.T, sh smoke.Shadow, path string) (int, string) {
 	t.Helper()
-	resp, err := http.Get(url)
+	c := &http.Client{Timeout: time.Minute, Transport: &http.Transport{DisableKeepAlives: true,
+		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) { return sh.Dial(ctx) }}}
+	resp, err := c.Get(sh.URL() + path)
 	if err != nil {
-		t.Fatalf("GET %s: %v", url, err)
+		t.Fatalf("GET %s: %v", path, err)
 	}
 	defer resp.Body.Close()
 	b, _ := io.ReadAll(resp.Body)
 	return resp.StatusCode, string(b)
+}
+
+// hostListener serves HTTP on every interface of this machine (as a
+// public listener does, selfcode's :8080 say) and returns its address on
+// the engine's default bridge (docker0) — a host address every
+// bridge-networked container could reach — after checking that this
+// process reaches it there. ok is false when the engine is not on this
+// machine (no address here is in that bridge's subnet).
+func hostListener(t *testing.T, api *client.Client) (addr string, ok bool) {
+	t.Helper()
+	nw, err := api.NetworkInspect(context.Background(), network.NetworkBridge, network.InspectOptions{})
+	if err != nil || len(nw.IPAM.Config) == 0 {
+		t.Fatalf("inspect the default bridge: %v (%+v)", err, nw.IPAM)
+	}
+	_, subnet, err := net.ParseCIDR(nw.IPAM.Config[0].Subnet)
+	if err != nil {
+		t.Fatal(err)
+	}
+	addrs, err := net.InterfaceAddrs()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var host net.IP
+	for _, a := range addrs {
+		if n, ok := a.(*net.IPNet); ok && subnet.Contains(n.IP) {
+			host = n.IP
+		}
+	}
+	if host == nil {
+		return "", false
+	}
+	l, err := net.Listen("tcp", ":0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { fmt.Fprint(w, "host") })}
+	go srv.Serve(l)
+	t.Cleanup(func() { srv.Close() })
+	addr = net.JoinHostPort(host.String(), strconv.Itoa(l.Addr().(*net.TCPAddr).Port))
+	resp, err := http.Get("http://" + addr + "/")
+	if err != nil {
+		t.Fatalf("this process does not reach its own listener at %s: %v", addr, err)
+	}
+	resp.Body.Close()
+	return addr, true
 }
 
 func TestSmokeShadow(t *testing.T) {
@@ -173,7 +268,7 @@ func TestSmokeShadow(t *testing.T) {
 		t.Fatalf("build made images %q", ids)
 	}
 
-	t.Run("locked down, reachable over its own internal network only", func(t *testing.T) {
+	t.Run("locked down, with no network: reached through its helper only", func(t *testing.T) {
 		deadline := time.Now().Add(5 * time.Minute).Truncate(time.Second)
 		sh, err := b.Start(ctx, smoke.RunSpec{JobID: "job/shadow 1", Image: img, Port: 8080, Env: map[string]string{"APP_ENV": "smoke"}, ReadOnly: true, Deadline: deadline})
 		if err != nil {
@@ -181,26 +276,38 @@ func TestSmokeShadow(t *testing.T) {
 		}
 		s := sh.(*shadow)
 		poll.Until(t, "the shadow service to answer", time.Minute, func() bool {
-			resp, err := http.Get(sh.URL() + "/health")
+			conn, err := sh.Dial(ctx)
 			if err == nil {
-				resp.Body.Close()
+				conn.Close()
 			}
-			return err == nil && resp.StatusCode == 200
+			return err == nil
 		})
-		if _, body := httpGet(t, sh.URL()+"/env"); body != "smoke" {
+		if _, body := shadowGet(t, sh, "/env"); body != "smoke" {
 			t.Errorf("APP_ENV = %q", body)
 		}
-		if _, body := httpGet(t, sh.URL()+"/write"); body != "30" { // EROFS
+		if _, body := shadowGet(t, sh, "/write"); body != "30" { // EROFS
 			t.Errorf("writing / gave %q, want errno 30 (read-only file system)", body)
 		}
-		// Nothing beyond its network: a service on the engine's default
-		// bridge, which this process reaches, is out of its reach (the
-		// probe never leaves the machine).
+		// No network: not a single route, so neither a container on the
+		// engine's default bridge nor a listener on every interface of the
+		// host (which a bridge network's gateway leads to) is reachable,
+		// while this process reaches both (the probes never leave the
+		// machine).
+		if _, routes := shadowGet(t, sh, "/route"); strings.Count(strings.TrimSpace(routes), "\n") != 0 {
+			t.Errorf("the shadow container has routes:\n%s", routes)
+		}
 		other := bridgeListener(t, api, m.opts.Instance)
-		if _, body := httpGet(t, sh.URL()+"/dial?addr="+other); body == "connected" {
+		if _, body := shadowGet(t, sh, "/dial?addr="+other); body == "connected" {
 			t.Errorf("the shadow container reached %s on another network", other)
 		}
-		_, status := httpGet(t, sh.URL()+"/status")
+		if host, ok := hostListener(t, api); ok {
+			if _, body := shadowGet(t, sh, "/dial?addr="+host); body == "connected" || !strings.Contains(body, "network is unreachable") {
+				t.Errorf("dialing the host's listener at %s from the shadow container: %s", host, body)
+			}
+		} else {
+			t.Log("the engine is not on this machine: the host listener check does not apply")
+		}
+		_, status := shadowGet(t, sh, "/status")
 		if !strings.Contains(status, "CapEff:\t0000000000000000") || !strings.Contains(status, "NoNewPrivs:\t1") {
 			t.Errorf("capabilities or no-new-privileges not as expected:\n%s", status)
 		}
@@ -209,9 +316,14 @@ func TestSmokeShadow(t *testing.T) {
 			t.Fatal(err)
 		}
 		hc := info.HostConfig
-		nw, err := api.NetworkInspect(ctx, s.network, network.InspectOptions{})
+		helper, err := api.ContainerInspect(ctx, s.helper)
 		if err != nil {
 			t.Fatal(err)
+		}
+		hhc := helper.HostConfig
+		helperLabelled := true
+		for k, v := range m.smokeLabels("job/shadow 1", deadline) {
+			helperLabelled = helperLabelled && helper.Config.Labels[k] == v
 		}
 		checks := []struct {
 			name string
@@ -227,10 +339,13 @@ func TestSmokeShadow(t *testing.T) {
 			{"pids limit", hc.PidsLimit != nil && *hc.PidsLimit == 64},
 			{"no host mounts", len(hc.Binds) == 0 && len(info.Mounts) == 0},
 			{"no published ports", len(hc.PortBindings) == 0 && !hc.PublishAllPorts},
-			{"on its own network only", string(hc.NetworkMode) == s.network && len(info.NetworkSettings.Networks) == 1},
-			{"the network has no route out", nw.Internal},
+			{"in its helper's network namespace", string(hc.NetworkMode) == "container:"+s.helper},
+			{"the helper has no network", string(hhc.NetworkMode) == network.NetworkNone && len(hhc.PortBindings) == 0},
+			{"the helper locked down", slices.Equal(hhc.CapDrop, []string{"ALL"}) && slices.Contains(hhc.SecurityOpt, "no-new-privileges") &&
+				hhc.ReadonlyRootfs && !hhc.Privileged && len(helper.Mounts) == 0 && hhc.PidsLimit != nil && *hhc.PidsLimit == helperPids &&
+				hhc.Memory == helperMemory && helper.Config.User == m.opts.User},
 			{"labels for the reaper", info.Config.Labels[LabelInstance] == m.opts.Instance && info.Config.Labels[LabelJob] == "job/shadow 1" &&
-				info.Config.Labels[LabelDeadline] == deadline.UTC().Format(time.RFC3339) && nw.Labels[LabelInstance] == m.opts.Instance},
+				info.Config.Labels[LabelDeadline] == deadline.UTC().Format(time.RFC3339) && helperLabelled},
 		}
 		for _, ck := range checks {
 			if !ck.ok {
@@ -247,15 +362,30 @@ func TestSmokeShadow(t *testing.T) {
 		if err := sh.Close(ctx); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := api.ContainerInspect(ctx, s.id); !errdefs.IsNotFound(err) {
-			t.Errorf("container still there after Close: %v", err)
-		}
-		if _, err := api.NetworkInspect(ctx, s.network, network.InspectOptions{}); !errdefs.IsNotFound(err) {
-			t.Errorf("network still there after Close: %v", err)
+		for _, id := range []string{s.id, s.helper} {
+			poll.Until(t, "the shadow's containers to be removed", time.Minute, func() bool {
+				_, err := api.ContainerInspect(ctx, id)
+				return errdefs.IsNotFound(err)
+			})
 		}
 	})
 
-	t.Run("a crashed run's container, network and image are reaped at the next start", func(t *testing.T) {
+	t.Run("a port nothing listens on is refused, by the service's side", func(t *testing.T) {
+		sh, err := b.Start(ctx, smoke.RunSpec{JobID: "refused", Image: img, Port: 8081, ReadOnly: true, Deadline: time.Now().Add(5 * time.Minute)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer sh.Close(ctx)
+		conn, err := sh.Dial(ctx)
+		if err == nil {
+			conn.Close()
+		}
+		if !errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, smoke.ErrEngine) {
+			t.Errorf("Dial to a closed port: %v, want connection refused", err)
+		}
+	})
+
+	t.Run("a crashed run's containers and image are reaped at the next start", func(t *testing.T) {
 		instance := "test-" + randomHex(4)
 		cleanupInstance(t, instance)
 		crashed, err := New(ctx, Options{Instance: instance, Image: testImage(), Logger: testLogger(t)})
@@ -273,7 +403,7 @@ func TestSmokeShadow(t *testing.T) {
 		}
 		crashed.Close() // nothing removed: as if the process died
 		if l := leftovers(t, api, instance); len(l) != 3 || len(leftIDs) != 1 {
-			t.Fatalf("the crashed run should have left a container, a network and an image: %v", l)
+			t.Fatalf("the crashed run should have left a shadow container, its helper and an image: %v", l)
 		}
 		next, err := New(ctx, Options{Instance: instance, Image: testImage(), Logger: testLogger(t)})
 		if err != nil {
@@ -303,7 +433,8 @@ func TestSmokeBuildFailures(t *testing.T) {
 
 	t.Run("a Dockerfile that tries the network fails with the reason", func(t *testing.T) {
 		t.Parallel()
-		dir := writeTreeFiles(t, map[string]string{"Dockerfile": "FROM " + testImage() + "\nRUN python3 -c \"import urllib.request; urllib.request.urlopen('http://example.com/', timeout=5)\"\nCMD [\"true\"]\n"})
+		run := randomHex(6)
+		dir := writeTreeFiles(t, map[string]string{"Dockerfile": "FROM " + testImage() + "\n" + labelStep(run) + "RUN python3 -c \"import urllib.request; urllib.request.urlopen('http://example.com/', timeout=5)\"\nCMD [\"true\"]\n"})
 		cfg := repoconfig.DefaultSmoke()
 		cfg.Port = 8080
 		rows, err := smoke.Run(context.Background(), b, smoke.Spec{JobID: "net", Config: *cfg,
@@ -319,6 +450,7 @@ func TestSmokeBuildFailures(t *testing.T) {
 				t.Errorf("output lacks %q:\n%s", want, rows[0].Output)
 			}
 		}
+		nothingMadeBy(t, api, run)
 	})
 	t.Run("a base image not on the engine is refused, never pulled", func(t *testing.T) {
 		t.Parallel()
@@ -331,13 +463,100 @@ func TestSmokeBuildFailures(t *testing.T) {
 			t.Errorf("the image was pulled: %v", err)
 		}
 	})
-	t.Run("a failing step's layers go with it", func(t *testing.T) {
+	t.Run("a failing step's layers and intermediate containers go with it", func(t *testing.T) {
 		t.Parallel()
-		_, err := buildFrom(t, b, map[string]string{"Dockerfile": "FROM scratch\nLABEL a=b\nCOPY missing /x\n"})
+		// Step 2 commits a layer, step 3 another, step 4 fails in its
+		// intermediate container.
+		run := randomHex(6)
+		_, err := buildFrom(t, b, map[string]string{"Dockerfile": "FROM " + testImage() + "\n" + labelStep(run) + "RUN echo layer >/tmp/layer\nRUN echo failing; exit 3\n"})
 		var f *smoke.Failure
-		if !errors.As(err, &f) || !strings.Contains(f.Log, "Step 2/") {
+		if !errors.As(err, &f) || !strings.Contains(f.Log, "Step 4/4") || !strings.Contains(f.Log, "failing") || !strings.Contains(f.Reason, "returned a non-zero code: 3") {
 			t.Fatalf("err = %v", err)
 		}
+		nothingMadeBy(t, api, run)
+	})
+	t.Run("the label finds every layer a build made, until the image is removed", func(t *testing.T) {
+		t.Parallel()
+		// What makes the checks above able to fail: madeBy sees the
+		// intermediate layer (step 2) under the image (step 3).
+		run := randomHex(6)
+		img, err := buildFrom(t, b, map[string]string{"Dockerfile": "FROM scratch\n" + labelStep(run) + "COPY Dockerfile /Dockerfile\n"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids := img.(*builtImage).IDs()
+		found, _ := madeBy(t, api, run)
+		matched := len(found) == len(ids) && len(ids) == 2
+		for _, id := range ids {
+			matched = matched && slices.ContainsFunc(found, func(f string) bool { return strings.HasPrefix(f, id) })
+		}
+		if !matched {
+			t.Errorf("the build reported images %v; its label finds %v", ids, found)
+		}
+		if err := img.Remove(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		nothingMadeBy(t, api, run)
 	})
 	t.Cleanup(func() { noLeftovers(t, api, m.opts.Instance, nil) })
+}
+
+// The image build's RUN steps get the job's memory, CPU and open-file
+// limits, read back from their own cgroup in the build log; and what
+// docs/security.md says the classic builder cannot restrict is so: no pids
+// limit, Docker's default capabilities for a root step, no
+// no-new-privileges, and security options refused for a build.
+func TestSmokeBuildLimits(t *testing.T) {
+	m, api := newManager(t, Limits{Memory: 320 << 20, CPUs: 0.5, NoFile: 1234})
+	cleanupInstance(t, m.opts.Instance)
+	b := SmokeBackend{Manager: m}
+	ctx := context.Background()
+
+	t.Run("a RUN step runs under the job's memory, CPU and open-file limits", func(t *testing.T) {
+		t.Parallel()
+		run := randomHex(6)
+		// The step prints what it got and fails, so that its log comes
+		// back (with the failure).
+		step := "RUN set -- " + strings.Join(cgroupFiles, " ") + "; " + cgroupScript +
+			`; echo "nofile $(ulimit -n)"; grep -E '^(CapEff|NoNewPrivs):' /proc/self/status; exit 7` + "\n"
+		_, err := buildFrom(t, b, map[string]string{"Dockerfile": "FROM " + testImage() + "\n" + labelStep(run) + "USER root\n" + step})
+		var f *smoke.Failure
+		if !errors.As(err, &f) || !strings.Contains(f.Reason, "returned a non-zero code: 7") {
+			t.Fatalf("err = %v", err)
+		}
+		if got, want := parseCgroupLimits(f.Log), (CgroupLimits{Memory: 320 << 20, MilliCPUs: 500, Pids: -1}); got != want {
+			t.Errorf("the RUN step's cgroup holds %+v, want %+v (no pids limit: the build API has none)\n%s", got, want, f.Log)
+		}
+		for _, want := range []string{"nofile 1234\n", "NoNewPrivs:\t0\n"} {
+			if !strings.Contains(f.Log, want) {
+				t.Errorf("the log lacks %q:\n%s", want, f.Log)
+			}
+		}
+		if strings.Contains(f.Log, "CapEff:\t0000000000000000") || !strings.Contains(f.Log, "CapEff:\t") {
+			t.Errorf("a root RUN step should have Docker's default capabilities:\n%s", f.Log)
+		}
+		nothingMadeBy(t, api, run)
+	})
+	t.Run("the engine refuses security options on a build", func(t *testing.T) {
+		t.Parallel()
+		run := randomHex(6)
+		df, err := dockerfileContext("FROM scratch\n" + labelStep(run))
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp, err := m.api.ImageBuild(ctx, df, build.ImageBuildOptions{Version: build.BuilderV1, NoCache: true, Remove: true, ForceRemove: true,
+			NetworkMode: network.NetworkNone, SecurityOpt: []string{"no-new-privileges"}})
+		if err == nil {
+			io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+			if is, _ := madeBy(t, api, run); len(is) > 0 {
+				api.ImageRemove(ctx, is[0], image.RemoveOptions{})
+			}
+			t.Fatal("the engine took no-new-privileges for a build: apply it in Manager.build and update docs/security.md")
+		}
+		if !errdefs.IsInvalidArgument(err) {
+			t.Errorf("err = %v, want the engine's refusal", err)
+		}
+		nothingMadeBy(t, api, run)
+	})
 }

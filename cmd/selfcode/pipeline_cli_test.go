@@ -4,9 +4,12 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
+	"slices"
 	"strings"
 	"testing"
 
+	"github.com/selfcode/selfcode/app/sandbox"
 	"github.com/selfcode/selfcode/internal/dockertest"
 	"github.com/selfcode/selfcode/internal/fakeopenai"
 	"github.com/selfcode/selfcode/internal/samplerepo"
@@ -119,7 +122,7 @@ func TestRunOnALocalCheckout(t *testing.T) {
 // configures one is verified without it, and the report says so.
 func TestRunWithTheSmokeStageOff(t *testing.T) {
 	dockertest.Manager(t)
-	repo, _ := localRepo(t, samplerepo.ServiceFiles())
+	repo, _ := localRepo(t, samplerepo.ServiceFiles(dockertest.Image()))
 	env := append(runEnv(t, editorSteps("items.go", samplerepo.ItemsLine, `var Items = []string{"apple", "banana", "cherry"}`)), "SELFCODE_SMOKE_ENABLED=false")
 	out, code := runCLI(t, env, "run", "--repo", repo, "--task", "List cherries too")
 	if code != 0 {
@@ -129,3 +132,38 @@ func TestRunWithTheSmokeStageOff(t *testing.T) {
 		t.Fatalf("the report does not say the smoke stage was skipped:\n%s", out)
 	}
 }
+
+// With the smoke stage on (the default), `selfcode run` on a service that
+// configures one builds and probes it on the base and on the change: the
+// report has its rows, passed, and nothing it made is left on the engine.
+func TestRunWithTheSmokeStage(t *testing.T) {
+	dockertest.Manager(t)
+	repo, _ := localRepo(t, samplerepo.ServiceFiles(dockertest.Image()))
+	env := runEnv(t, editorSteps("items.go", samplerepo.ItemsLine, `var Items = []string{"apple", "banana", "cherry"}`))
+	out, code := runCLI(t, env, "run", "--repo", repo, "--task", "List cherries too")
+	if code != 0 {
+		t.Fatalf("selfcode run exited %d:\n%s", code, out)
+	}
+	if strings.Contains(out, "The smoke stage was skipped") {
+		t.Fatalf("the smoke stage was skipped:\n%s", out)
+	}
+	for _, step := range []string{"smoke: image build", "smoke: container start", "smoke: health", "smoke: GET /api/items"} {
+		if !slices.ContainsFunc(strings.Split(out, "\n"), func(l string) bool { return strings.HasPrefix(l, "| "+step+" | ") && strings.Contains(l, "✅ pass") }) {
+			t.Errorf("the report has no passed row %q:\n%s", step, out)
+		}
+	}
+	// The log names the images built (the base's and the change's), and
+	// their tags the process's instance, which labels all the stage makes.
+	built := smokeImageRE.FindAllStringSubmatch(out, -1)
+	if len(built) != 2 || built[0][2] != built[1][2] {
+		t.Fatalf("want two smoke images of one instance in the log, got %q:\n%s", built, out)
+	}
+	if l := dockertest.Leftovers(t, built[0][2]); len(l) > 0 {
+		t.Errorf("left on the engine: %v", l)
+	}
+	dockertest.ImagesGone(t, []string{built[0][1], built[1][1]})
+}
+
+// smokeImageRE finds a smoke image's tag, and the instance in it, in the
+// "smoke image built" log line.
+var smokeImageRE = regexp.MustCompile(`"msg":"smoke image built".*?"image":"(` + sandbox.SmokeRepository + `:(local-[0-9]+)\.[0-9]+\.[0-9a-f]+)"`)

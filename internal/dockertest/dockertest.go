@@ -9,6 +9,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/containerd/errdefs"
+	"github.com/docker/docker/api/types/container"
+	"github.com/docker/docker/api/types/filters"
+	"github.com/docker/docker/api/types/image"
+	"github.com/docker/docker/api/types/network"
+	"github.com/docker/docker/client"
+
 	"github.com/selfcode/selfcode/app/sandbox"
 )
 
@@ -103,4 +110,55 @@ func sanitize(s string) string {
 		b = b[len(b)-40:]
 	}
 	return string(b)
+}
+
+// Leftovers lists what a sandbox manager of instance left on the engine:
+// containers and networks with its label, smoke images with its tag.
+func Leftovers(t testing.TB, instance string) []string {
+	t.Helper()
+	api, err := client.NewClientWithOpts(client.FromEnv, client.WithAPIVersionNegotiation())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer api.Close()
+	ctx := context.Background()
+	f := filters.NewArgs(filters.Arg("label", sandbox.LabelInstance+"="+instance))
+	var out []string
+	cs, err := api.ContainerList(ctx, container.ListOptions{All: true, Filters: f})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range cs {
+		out = append(out, "container "+c.ID)
+	}
+	ns, err := api.NetworkList(ctx, network.ListOptions{Filters: f})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range ns {
+		out = append(out, "network "+n.Name)
+	}
+	is, err := api.ImageList(ctx, image.ListOptions{Filters: filters.NewArgs(filters.Arg("reference", sandbox.SmokeRepository+":"+instance+".*"))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, i := range is {
+		out = append(out, "image "+i.ID)
+	}
+	return out
+}
+
+// ImagesGone fails for each of refs (tags or IDs) still on the engine.
+func ImagesGone(t testing.TB, refs []string) {
+	t.Helper()
+	api, err := client.NewClientWithOpts(client.FromEnv, client.WithAPIVersionNegotiation())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer api.Close()
+	for _, ref := range refs {
+		if _, err := api.ImageInspect(context.Background(), ref); !errdefs.IsNotFound(err) {
+			t.Errorf("image %s is still there (%v)", ref, err)
+		}
+	}
 }

@@ -35,8 +35,24 @@ func Files() map[string]string { return read("files") }
 // ServiceFiles returns path → content of every file of the second sample
 // repository: itemsd, a small Go HTTP service shipped as a container image
 // (a Dockerfile built FROM the sandbox image, offline) whose .selfcode.yml
-// has a smoke stage probing /health and /api/items.
-func ServiceFiles() map[string]string { return read("service") }
+// has a smoke stage probing /health and /api/items. The Dockerfile builds
+// from sandboxImage (the configured SELFCODE_SANDBOX_IMAGE), written as the
+// default of its SANDBOX_IMAGE argument; "" keeps DefaultSandboxImage.
+func ServiceFiles(sandboxImage string) map[string]string {
+	files := read("service")
+	if sandboxImage != "" {
+		files["Dockerfile"] = strings.Replace(files["Dockerfile"], sandboxImageArg+DefaultSandboxImage+"\n", sandboxImageArg+sandboxImage+"\n", 1)
+	}
+	return files
+}
+
+// The line of the service's Dockerfile that names the image it builds from.
+const (
+	sandboxImageArg = "ARG SANDBOX_IMAGE="
+	// DefaultSandboxImage is the image the Dockerfile builds from as
+	// committed: selfcode's default sandbox image.
+	DefaultSandboxImage = "selfcode-sandbox:latest"
+)
 
 func read(dir string) map[string]string {
 	out := map[string]string{}

@@ -3,6 +3,7 @@ package smoke
 import (
 	"context"
 	"errors"
+	"net"
 	"os"
 	"time"
 )
@@ -11,7 +12,7 @@ import (
 type Engine interface {
 	// Available returns nil when the stage can run on this engine, or why
 	// it cannot (the engine refuses builds, or the server cannot reach a
-	// container's private network).
+	// service in a shadow container).
 	Available(ctx context.Context) error
 	// Snapshot captures the build context of the checkout at dir as it is
 	// now (it may change afterwards): the tree without .git and what
@@ -24,11 +25,17 @@ type Engine interface {
 	// fails, a base image is not on the engine) returns a *Failure with
 	// the build log; other errors mean the engine could not build at all.
 	Build(ctx context.Context, spec BuildSpec) (Image, error)
-	// Start starts a shadow container of an image on a private network
-	// with no route out, reachable from this process. An image that cannot
-	// start as configured returns a *Failure.
+	// Start starts a shadow container of an image with no network (its
+	// own loopback only); this process reaches the service through
+	// Shadow.Dial. An image that cannot start as configured returns a
+	// *Failure.
 	Start(ctx context.Context, spec RunSpec) (Shadow, error)
 }
+
+// ErrEngine marks an error of the engine, not of the repository: a step it
+// ends did not run (Shadow.Dial wraps it when it could not ask the
+// container at all, as opposed to the service refusing the connection).
+var ErrEngine = errors.New("the engine failed")
 
 // Snapshot is a build context kept in a file until Remove.
 type Snapshot struct {
@@ -82,9 +89,11 @@ type RunSpec struct {
 
 // Shadow is a running shadow container.
 type Shadow interface {
-	// URL is the service's base URL as this process reaches it
-	// ("http://172.19.0.2:8080").
+	// URL is the service's base URL as requests name it
+	// ("http://localhost:8080"); they go over connections from Dial.
 	URL() string
+	// Dial opens a connection to the service's port in the container.
+	Dial(ctx context.Context) (net.Conn, error)
 	// State says whether the container still runs, and how it ended.
 	State(ctx context.Context) (State, error)
 	// Logs returns the container's last lines of output.

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"regexp"
 	"strings"
@@ -92,7 +93,7 @@ func Run(ctx context.Context, eng Engine, spec Spec) ([]verify.CommandResult, er
 
 	// 2. The shadow container, then its health.
 	began = time.Now()
-	start := r.step(repoconfig.SmokeStartStep, fmt.Sprintf("docker run %s (port %d, no route out)", img.Ref(), cfg.Port))
+	start := r.step(repoconfig.SmokeStartStep, fmt.Sprintf("docker run %s (port %d, no network)", img.Ref(), cfg.Port))
 	sh, err := eng.Start(stageCtx, RunSpec{JobID: spec.JobID, Image: img, Port: cfg.Port, Env: cfg.Env, ReadOnly: cfg.ReadOnly, Deadline: deadline})
 	if err != nil {
 		r.finish(&start, began, err, plainOutput)
@@ -105,6 +106,7 @@ func Run(ctx context.Context, eng Engine, spec Spec) ([]verify.CommandResult, er
 			r.log.Warn("remove the shadow container", "err", err)
 		}
 	}()
+	r.client = newClient(sh)
 	health := r.step(repoconfig.SmokeHealthStep, fmt.Sprintf("GET %s → %d within %s", cfg.Health.Path, cfg.Health.Status, cfg.Health.Timeout))
 	hbegan := time.Now()
 	exited, err := r.health(sh, cfg)
@@ -114,7 +116,7 @@ func Run(ctx context.Context, eng Engine, spec Spec) ([]verify.CommandResult, er
 		start.ExitCode, start.OOMKilled = exited.ExitCode, exited.OOMKilled
 		start.Output = r.logs(sh) + exitText(*exited)
 		return r.done(start)
-	case err != nil && errors.Is(err, errEngine):
+	case err != nil && errors.Is(err, ErrEngine):
 		start.Duration = time.Since(began)
 		start.Error = err.Error()
 		return r.done(start)
@@ -146,14 +148,12 @@ func Run(ctx context.Context, eng Engine, spec Spec) ([]verify.CommandResult, er
 	return r.done(rows...)
 }
 
-// errEngine marks errors of the engine (not of the repository).
-var errEngine = errors.New("engine")
-
 type runner struct {
-	ctx   context.Context // the job
-	stage context.Context // the job, bounded by smoke.timeout
-	log   *slog.Logger
-	rows  []verify.CommandResult
+	ctx    context.Context // the job
+	stage  context.Context // the job, bounded by smoke.timeout
+	log    *slog.Logger
+	rows   []verify.CommandResult
+	client *http.Client // to the shadow container, once it runs
 }
 
 func (r *runner) step(name, run string) verify.CommandResult {
@@ -208,7 +208,7 @@ func buildOutput(f *Failure) string {
 
 // health polls the health path until it answers the expected status, the
 // health timeout passes or the container exits (returned as exited). An
-// error wrapping errEngine means the engine could not say.
+// error wrapping ErrEngine means the engine could not say.
 func (r *runner) health(sh Shadow, cfg repoconfig.Smoke) (exited *State, err error) {
 	ctx, cancel := context.WithTimeout(r.stage, cfg.Health.Timeout)
 	defer cancel()
@@ -219,15 +219,17 @@ func (r *runner) health(sh Shadow, cfg repoconfig.Smoke) (exited *State, err err
 	for {
 		st, err := sh.State(r.stage)
 		if err != nil {
-			return nil, fmt.Errorf("%w: %w", errEngine, err)
+			return nil, fmt.Errorf("%w: %w", ErrEngine, err)
 		}
 		if !st.Running {
 			return &st, nil
 		}
 		actx, acancel := context.WithTimeout(ctx, probeTimeout)
-		status, body, perr := get(actx, http.MethodGet, url)
+		status, body, perr := r.get(actx, http.MethodGet, url)
 		acancel()
 		switch {
+		case perr != nil && errors.Is(perr, ErrEngine) && r.stage.Err() == nil:
+			return nil, perr
 		case perr == nil && status == cfg.Health.Status:
 			return nil, nil
 		case perr == nil:
@@ -255,11 +257,13 @@ func (r *runner) health(sh Shadow, cfg repoconfig.Smoke) (exited *State, err err
 func (r *runner) request(sh Shadow, rq repoconfig.SmokeRequest) error {
 	ctx, cancel := context.WithTimeout(r.stage, requestLimit)
 	defer cancel()
-	status, body, err := get(ctx, rq.Method, sh.URL()+rq.Path)
+	status, body, err := r.get(ctx, rq.Method, sh.URL()+rq.Path)
 	what := rq.Method + " " + rq.Path
 	switch {
 	case r.stage.Err() != nil:
 		return r.stage.Err()
+	case err != nil && errors.Is(err, ErrEngine):
+		return err
 	case err != nil:
 		return &Failure{Reason: fmt.Sprintf("%s: no answer: %v", what, err)}
 	case status != rq.Status:
@@ -270,22 +274,30 @@ func (r *runner) request(sh Shadow, rq repoconfig.SmokeRequest) error {
 	return nil
 }
 
-// client talks to shadow containers only: never through a proxy from the
-// environment, never following a redirect (it could point anywhere).
-var client = &http.Client{
-	Transport: &http.Transport{Proxy: nil, DisableKeepAlives: true, ResponseHeaderTimeout: requestLimit},
-	CheckRedirect: func(*http.Request, []*http.Request) error {
-		return http.ErrUseLastResponse
-	},
+// newClient talks to sh only, whatever a URL names: every connection is
+// sh.Dial's, never through a proxy from the environment, and a redirect is
+// never followed (it could point anywhere).
+func newClient(sh Shadow) *http.Client {
+	return &http.Client{
+		Transport: &http.Transport{
+			Proxy:                 nil,
+			DialContext:           func(ctx context.Context, _, _ string) (net.Conn, error) { return sh.Dial(ctx) },
+			DisableKeepAlives:     true,
+			ResponseHeaderTimeout: requestLimit,
+		},
+		CheckRedirect: func(*http.Request, []*http.Request) error {
+			return http.ErrUseLastResponse
+		},
+	}
 }
 
 // get sends a body-less request and reads up to maxBodyBytes of the answer.
-func get(ctx context.Context, method, url string) (int, string, error) {
+func (r *runner) get(ctx context.Context, method, url string) (int, string, error) {
 	req, err := http.NewRequestWithContext(ctx, method, url, nil)
 	if err != nil {
 		return 0, "", err
 	}
-	resp, err := client.Do(req)
+	resp, err := r.client.Do(req)
 	if err != nil {
 		return 0, "", err
 	}

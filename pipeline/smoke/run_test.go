@@ -24,6 +24,10 @@ func service(health int) http.Handler {
 		fmt.Fprintln(w, "database: unreachable")
 	})
 	mux.HandleFunc("/api/items", func(w http.ResponseWriter, r *http.Request) { fmt.Fprintln(w, `{"items":["a"]}`) })
+	mux.HandleFunc("/api/items/", func(w http.ResponseWriter, r *http.Request) {
+		w.WriteHeader(http.StatusNotFound)
+		fmt.Fprintln(w, `{"error":"no item 9"}`)
+	})
 	mux.HandleFunc("/moved", func(w http.ResponseWriter, r *http.Request) {
 		http.Redirect(w, r, "http://example.com/", http.StatusFound)
 	})
@@ -107,6 +111,13 @@ func TestRun(t *testing.T) {
 			output: map[string][]string{"smoke: health": {"listening on :8080", "GET /health: no status 200 within 600ms", "the last answer was status 500", "body: database: unreachable"}},
 		},
 		{
+			name:   "a request answered with another status: the status, the body and the container's log; the next request still runs",
+			yaml:   "smoke:\n  port: 8080\n  env: {APP_ENV: smoke}\n  health: {path: /health}\n  requests:\n    - {path: /api/items/9}\n    - {path: /api/items, body_contains: items}\n",
+			engine: serving(service(200)),
+			rows:   "smoke: image build=pass, smoke: container start=pass, smoke: health=pass, smoke: GET /api/items/9=fail, smoke: GET /api/items=pass",
+			output: map[string][]string{"smoke: GET /api/items/9": {"container log (last 20 lines)", "listening on :8080", "GET /api/items/9: status 404, want 200", `body: {"error":"no item 9"}`}},
+		},
+		{
 			name: "a crash at startup: the start fails with the exit status and the log",
 			yaml: sampleYAML,
 			engine: &smoketest.Engine{Serve: always(service(200)), Logs: "panic: missing config file\n",
@@ -137,6 +148,12 @@ func TestRun(t *testing.T) {
 			engine: &smoketest.Engine{BuildErr: errors.New("Error response from daemon: 403 Forbidden")},
 			rows:   "smoke: image build=error",
 			noImg:  true, noRun: true,
+		},
+		{
+			name:   "an engine that cannot reach into the container: could not run, not the service's failure",
+			yaml:   sampleYAML,
+			engine: &smoketest.Engine{Serve: always(service(200)), DialErr: fmt.Errorf("%w: exec in the helper container: no such container", smoke.ErrEngine)},
+			rows:   "smoke: image build=pass, smoke: container start=error",
 		},
 		{
 			name:   "an image that cannot start as configured",

@@ -5,6 +5,7 @@ package smoketest
 
 import (
 	"context"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -23,10 +24,11 @@ type Engine struct {
 	// OnSnapshot, when set, is called with the directory as its context is
 	// taken.
 	OnSnapshot func(dir string)
-	// Unavailable, BuildErr and StartErr are what Available, Build and
-	// Start fail with; BuildFor makes builds take that long.
-	Unavailable, BuildErr, StartErr error
-	BuildFor                        time.Duration
+	// Unavailable, BuildErr, StartErr and DialErr are what Available,
+	// Build, Start and a shadow's Dial fail with; BuildFor makes builds
+	// take that long.
+	Unavailable, BuildErr, StartErr, DialErr error
+	BuildFor                                 time.Duration
 	// State, when set, is the shadow's state (default: running).
 	State func() smoke.State
 	// Logs are the shadow's log lines.
@@ -143,6 +145,15 @@ type shadow struct {
 }
 
 func (s *shadow) URL() string { return s.srv.URL }
+
+// Dial connects to the httptest server.
+func (s *shadow) Dial(ctx context.Context) (net.Conn, error) {
+	if s.e.DialErr != nil {
+		return nil, s.e.DialErr
+	}
+	var d net.Dialer
+	return d.DialContext(ctx, "tcp", s.srv.Listener.Addr().String())
+}
 
 func (s *shadow) State(context.Context) (smoke.State, error) {
 	if s.e.State != nil {
