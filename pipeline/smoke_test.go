@@ -145,7 +145,7 @@ func TestSmokeStage(t *testing.T) {
 			editor(call("finish", map[string]any{"summary": "The port comes from ITEMSD_PORT."})),
 			fixer(call("finish", map[string]any{"summary": "Leaving it to a human."})),
 		)
-		_, cached, err := baselines.Get(h.base, h.cfg.Hash())
+		_, cached, err := baselines.Get(h.baselineKey("o/itemsd"))
 		if err != nil {
 			t.Fatal(err)
 		}
