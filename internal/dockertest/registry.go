@@ -48,8 +48,9 @@ func UnreachableRegistry(t testing.TB) string {
 }
 
 // Push pushes an image made of layers (a small random one when none are
-// given) for this machine's platform to ref, a reference into Registry.
-func Push(t testing.TB, ref string, env []string, layers ...v1.Layer) {
+// given) for this machine's platform to ref, a reference into Registry, and
+// returns its manifest's digest ("sha256:…").
+func Push(t testing.TB, ref string, env []string, layers ...v1.Layer) string {
 	t.Helper()
 	img := empty.Image
 	if len(layers) == 0 {
@@ -81,6 +82,41 @@ func Push(t testing.TB, ref string, env []string, layers ...v1.Layer) {
 	if err := remote.Write(r, img); err != nil {
 		t.Fatalf("push %s: %v", ref, err)
 	}
+	d, err := img.Digest()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d.String()
+}
+
+// PushFromEngine pushes the engine's image src to ref, a reference into
+// Registry, through the engine (docker tag, docker push), then drops the
+// name ref again: src keeps its names and its image. The engine remembers
+// the layers it pushed, so a later pull of ref finds them already there
+// and copies nothing.
+func PushFromEngine(t testing.TB, src, ref string) {
+	t.Helper()
+	if out, err := exec.Command("docker", "image", "tag", src, ref).CombinedOutput(); err != nil {
+		t.Fatalf("docker tag %s %s: %v\n%s", src, ref, err, out)
+	}
+	Untag(t, ref)
+	out, err := exec.Command("docker", "image", "push", "--quiet", ref).CombinedOutput()
+	if err != nil {
+		t.Fatalf("docker push %s: %v\n%s", ref, err, out)
+	}
+	if out, err := exec.Command("docker", "image", "rm", ref).CombinedOutput(); err != nil {
+		t.Fatalf("docker image rm %s: %v\n%s", ref, err, out)
+	}
+}
+
+// Untag removes the name ref from the engine when the test ends, if it is
+// there, without --force: an image that has other names keeps them.
+func Untag(t testing.TB, ref string) {
+	t.Cleanup(func() {
+		if ImagePresent(ref) {
+			_ = exec.Command("docker", "image", "rm", ref).Run()
+		}
+	})
 }
 
 // RemoveImages removes the test's own images from the engine when it
