@@ -250,7 +250,7 @@ func (b *Builder) decide(p Path, reason string) {
 	case PathRegistry:
 		how = "building it with docker build from deploy/sandbox/Dockerfile"
 	case PathOffline:
-		how = "building it offline with deploy/sandbox/build-offline.sh (debootstrap → docker import; a few minutes, needs root)"
+		how = "building it offline with deploy/sandbox/build-offline.sh (debootstrap → docker import; a few minutes, needs root; nothing to do when it is built from this recipe)"
 	}
 	o.Logger.Info("sandbox image: "+how, "image", o.Image, "path", string(p), "reason", reason)
 	fmt.Fprintf(o.Progress, "==> sandbox image %s: %s, because %s\n", o.Image, how, reason)

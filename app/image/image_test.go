@@ -121,7 +121,8 @@ grep -c '^sandbox:' /etc/passwd`
 // registry on this machine and serves as both base images of the real
 // Dockerfile (BASE_IMAGE, GO_IMAGE), which Ensure builds with docker build.
 // The result answers with the same toolchains, at the same versions, as
-// the image it was built from.
+// the image it was built from. The offline build then keeps it: an image
+// built from this recipe's Dockerfile is current for build-offline.sh too.
 func TestEnsureBuildsTheSandboxDockerfileWhenTheBaseCanBePulled(t *testing.T) {
 	t.Parallel()
 	dockertest.NeedImage(t)
@@ -177,6 +178,18 @@ func TestEnsureBuildsTheSandboxDockerfileWhenTheBaseCanBePulled(t *testing.T) {
 	again, err := Ensure(ctxFor(t), o)
 	if err != nil || again.Path != PathPresent || again.ID != res.ID {
 		t.Fatalf("second Ensure: %+v, %v", again, err)
+	}
+	// The real build-offline.sh, run by Build, finds the image current.
+	// Were it to rebuild, the mirror it would fetch from is a closed port.
+	var offline bytes.Buffer
+	o.Mode, o.Progress = ModeOffline, &offline
+	o.Environ = append(os.Environ(), "SELFCODE_DEBIAN_MIRROR=http://"+dockertest.UnreachableRegistry(t)+"/debian")
+	off, err := Build(ctxFor(t), o)
+	if err != nil || off.Path != PathOffline || off.ID != res.ID {
+		t.Fatalf("Build --offline: %+v, %v\n%s", off, err, &offline)
+	}
+	if want := "is built from this recipe (" + recipe + "); nothing to do"; !strings.Contains(offline.String(), want) {
+		t.Errorf("build-offline.sh did not find the image current (want %q):\n%s", want, &offline)
 	}
 }
 
