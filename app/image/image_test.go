@@ -197,6 +197,7 @@ func TestEnsureBuildsTheSandboxDockerfileWhenTheBaseCanBePulled(t *testing.T) {
 // the offline script builds the image, and the output says why.
 func TestEnsureBuildsOfflineWhenTheBaseCannotBePulled(t *testing.T) {
 	t.Parallel()
+	dockertest.NeedImage(t)
 	base := dockertest.UnreachableRegistry(t) + "/selfcode-test-base:1"
 	o, progress, logs := testOptions(t)
 	o.BuildArgs = map[string]string{"BASE_IMAGE": base, "GO_IMAGE": base}
