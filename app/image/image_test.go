@@ -255,21 +255,40 @@ func TestOfflineModeSkipsTheRegistry(t *testing.T) {
 	}
 }
 
-// A reference naming a registry (a released image) is pulled, not built.
+// A reference naming a registry (a released image) is pulled, not built:
+// by tag, and by name:tag@digest, the form the release workflow gives the
+// server image as its default sandbox image. The digest wins over the tag,
+// which has moved on to another image since.
 func TestEnsurePullsAnImageThatNamesARegistry(t *testing.T) {
 	t.Parallel()
 	dockertest.NeedImage(t)
 	host := dockertest.Registry(t, nil)
-	ref := host + "/selfcode-sandbox-test-" + dockertest.Suffix() + ":v1"
-	dockertest.Push(t, ref, nil)
-	dockertest.RemoveImages(t, ref)
-	var progress bytes.Buffer
-	res, err := Ensure(ctxFor(t), Options{Image: ref, Recipe: standIn(t), Progress: &progress})
-	if err != nil || res.Path != PathPull || !dockertest.ImagePresent(ref) {
-		t.Fatalf("Ensure: %+v, %v\n%s", res, err, &progress)
-	}
-	if !strings.Contains(progress.String(), "pulling it, because "+ref+" names a registry") {
-		t.Errorf("progress:\n%s", &progress)
+	repo := host + "/selfcode-sandbox-test-" + dockertest.Suffix()
+	pinned := dockertest.Push(t, repo+":v1", nil)
+	moved := dockertest.Push(t, repo+":v1", nil)
+	for _, tt := range []struct{ ref, digest string }{
+		{repo + ":v1", moved},
+		{repo + ":v1@" + pinned, pinned},
+	} {
+		t.Run(strings.TrimPrefix(tt.ref, repo), func(t *testing.T) {
+			dockertest.RemoveImages(t, tt.ref)
+			var progress bytes.Buffer
+			res, err := Ensure(ctxFor(t), Options{Image: tt.ref, Recipe: standIn(t), Progress: &progress})
+			if err != nil || res.Path != PathPull || !dockertest.ImagePresent(tt.ref) {
+				t.Fatalf("Ensure: %+v, %v\n%s", res, err, &progress)
+			}
+			if !strings.Contains(progress.String(), "pulling it, because "+tt.ref+" names a registry") {
+				t.Errorf("progress:\n%s", &progress)
+			}
+			out, err := exec.Command("docker", "image", "inspect", "--format", "{{json .RepoDigests}}", res.ID).Output()
+			if err != nil || !strings.Contains(string(out), `"`+repo+"@"+tt.digest+`"`) {
+				t.Errorf("pulled %s, whose digests are %s (%v); want %s", res.ID, out, err, tt.digest)
+			}
+			again, err := Ensure(ctxFor(t), Options{Image: tt.ref, Recipe: standIn(t)})
+			if err != nil || again.Path != PathPresent || again.ID != res.ID {
+				t.Fatalf("second Ensure: %+v, %v", again, err)
+			}
+		})
 	}
 }
 
