@@ -4,14 +4,11 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"io/fs"
 	"log/slog"
 	"os"
 	"os/exec"
-	"regexp"
 	"strings"
 	"testing"
-	"testing/fstest"
 	"time"
 
 	"github.com/selfcode/selfcode/deploy"
@@ -22,8 +19,8 @@ import (
 // pulls from a registry this test serves on 127.0.0.1 (go-containerregistry's
 // pkg/registry; the engine trusts 127.0.0.0/8 without TLS) and builds
 // deploy/sandbox/Dockerfile with the classic builder, or runs the offline
-// script: the real one, or testdata/recipe/build-offline.sh (a one-second
-// stand-in for debootstrap) where the test is about choosing the path.
+// script: the real one, or a one-second stand-in for debootstrap
+// (dockertest.StandInRecipe) where the test is about choosing the path.
 // Every image gets a name of its own and is removed at the end; the sandbox
 // image the tests start from is only read.
 
@@ -36,22 +33,6 @@ func label(t *testing.T, ref, key string) string {
 	return strings.TrimSpace(string(out))
 }
 
-// standIn is the sandbox recipe with the offline script replaced by the
-// test's stand-in: the real Dockerfile (whose bases decide the path) and
-// warm.sh, and an offline build that takes a second.
-func standIn(t *testing.T) fs.FS {
-	t.Helper()
-	recipe := fstest.MapFS{}
-	for name, from := range map[string]fs.FS{Dockerfile: deploy.SandboxContext(), WarmScript: deploy.SandboxContext(), OfflineScript: os.DirFS("testdata/recipe")} {
-		data, err := fs.ReadFile(from, name)
-		if err != nil {
-			t.Fatal(err)
-		}
-		recipe[name] = &fstest.MapFile{Data: data, Mode: 0o755}
-	}
-	return recipe
-}
-
 // testOptions builds into a fresh tag from the stand-in recipe, with
 // progress and the decision log captured.
 func testOptions(t *testing.T) (Options, *bytes.Buffer, *bytes.Buffer) {
@@ -61,7 +42,7 @@ func testOptions(t *testing.T) (Options, *bytes.Buffer, *bytes.Buffer) {
 	dockertest.RemoveImages(t, tag)
 	return Options{
 		Image:    tag,
-		Recipe:   standIn(t),
+		Recipe:   dockertest.StandInRecipe(t),
 		Progress: &progress,
 		Logger:   slog.New(slog.NewJSONHandler(&logs, nil)),
 	}, &progress, &logs
@@ -71,22 +52,6 @@ func ctxFor(t *testing.T) context.Context {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	t.Cleanup(cancel)
 	return ctx
-}
-
-// removeIntermediates removes, when the test ends, the images a failed
-// classic build left behind (" ---> <id>" in its progress): untagged ones
-// only, newest first, so the base and anything named stays. After a build
-// that worked they are the new image's parents, which go with it.
-func removeIntermediates(t *testing.T, progress *bytes.Buffer) {
-	t.Cleanup(func() {
-		ids := regexp.MustCompile(`(?m)^ ---> ([0-9a-f]{12})$`).FindAllStringSubmatch(progress.String(), -1)
-		for i := len(ids) - 1; i >= 0; i-- {
-			out, err := exec.Command("docker", "image", "inspect", "--format", "{{len .RepoTags}}", ids[i][1]).Output()
-			if err == nil && strings.TrimSpace(string(out)) == "0" {
-				_ = exec.Command("docker", "image", "rm", ids[i][1]).Run()
-			}
-		}
-	})
 }
 
 // toolchainVersions is what each toolchain of image answers to --version
@@ -133,7 +98,7 @@ func TestEnsureBuildsTheSandboxDockerfileWhenTheBaseCanBePulled(t *testing.T) {
 	dockertest.Untag(t, base) // the build pulls it
 	t.Logf("pushed %s to %s in %s", dockertest.Image(), base, time.Since(start).Round(time.Second))
 	o, progress, logs := testOptions(t)
-	removeIntermediates(t, progress)
+	dockertest.RemoveBuildLeftovers(t, progress.String)
 	o.Recipe = deploy.SandboxContext()
 	o.BuildArgs = map[string]string{"BASE_IMAGE": base, "GO_IMAGE": base}
 
@@ -273,7 +238,7 @@ func TestEnsurePullsAnImageThatNamesARegistry(t *testing.T) {
 		t.Run(strings.TrimPrefix(tt.ref, repo), func(t *testing.T) {
 			dockertest.RemoveImages(t, tt.ref)
 			var progress bytes.Buffer
-			res, err := Ensure(ctxFor(t), Options{Image: tt.ref, Recipe: standIn(t), Progress: &progress})
+			res, err := Ensure(ctxFor(t), Options{Image: tt.ref, Recipe: dockertest.StandInRecipe(t), Progress: &progress})
 			if err != nil || res.Path != PathPull || !dockertest.ImagePresent(tt.ref) {
 				t.Fatalf("Ensure: %+v, %v\n%s", res, err, &progress)
 			}
@@ -284,7 +249,7 @@ func TestEnsurePullsAnImageThatNamesARegistry(t *testing.T) {
 			if err != nil || !strings.Contains(string(out), `"`+repo+"@"+tt.digest+`"`) {
 				t.Errorf("pulled %s, whose digests are %s (%v); want %s", res.ID, out, err, tt.digest)
 			}
-			again, err := Ensure(ctxFor(t), Options{Image: tt.ref, Recipe: standIn(t)})
+			again, err := Ensure(ctxFor(t), Options{Image: tt.ref, Recipe: dockertest.StandInRecipe(t)})
 			if err != nil || again.Path != PathPresent || again.ID != res.ID {
 				t.Fatalf("second Ensure: %+v, %v", again, err)
 			}
@@ -297,7 +262,7 @@ func TestEnsureFailsOnAnUnreachableDigest(t *testing.T) {
 	t.Parallel()
 	dockertest.NeedImage(t)
 	ref := dockertest.UnreachableRegistry(t) + "/selfcode-sandbox@sha256:" + strings.Repeat("ab", 32)
-	_, err := Ensure(ctxFor(t), Options{Image: ref, Recipe: standIn(t)})
+	_, err := Ensure(ctxFor(t), Options{Image: ref, Recipe: dockertest.StandInRecipe(t)})
 	if err == nil || !strings.Contains(err.Error(), "pull "+ref) {
 		t.Fatalf("err %v", err)
 	}

@@ -19,7 +19,9 @@ func (s *Server) jobsMayStart() bool { return s.Enabled() && !s.imageWait.Load()
 func (s *Server) ensureImage(ctx context.Context) {
 	defer s.imageWait.Store(false)
 	progress := &logLines{log: s.log, msg: "sandbox image build"}
-	res, err := image.Ensure(ctx, image.Options{Image: s.cfg.SandboxImage, Logger: s.log, Progress: progress})
+	o := s.imageOpts
+	o.Image, o.Logger, o.Progress = s.cfg.SandboxImage, s.log, progress
+	res, err := image.Ensure(ctx, o)
 	progress.flush()
 	switch {
 	case err != nil && ctx.Err() != nil:
