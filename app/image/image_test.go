@@ -201,6 +201,30 @@ func TestRegistryModeFailsWhenTheBaseCannotBePulled(t *testing.T) {
 	}
 }
 
+// Behind a socket proxy that refuses the distribution and build API
+// sections (Compose's), the probe is refused: the build fails at once
+// saying so, and the offline build, which would run behind the same proxy,
+// is not tried. A released image, named by its registry, is still pulled.
+func TestEnsureRefusedBehindASocketProxy(t *testing.T) {
+	dockertest.NeedImage(t)
+	released := dockertest.RegistryImage(t)
+	t.Setenv("DOCKER_HOST", dockertest.SocketProxy(t, "distribution", "build"))
+	if res, err := Ensure(ctxFor(t), Options{Image: released, Recipe: dockertest.StandInRecipe(t)}); err != nil || res.Path != PathPull {
+		t.Fatalf("the released image through the proxy: %+v, %v", res, err)
+	}
+
+	base := dockertest.UnreachableRegistry(t) + "/selfcode-test-base:1"
+	o, progress, _ := testOptions(t)
+	o.BuildArgs = map[string]string{"BASE_IMAGE": base, "GO_IMAGE": base}
+	_, err := Ensure(ctxFor(t), o)
+	if !errors.Is(err, ErrRefused) || !errors.Is(err, ErrCannotBuild) || !strings.Contains(err.Error(), "asking whether it can pull the base image "+base) {
+		t.Fatalf("err %v", err)
+	}
+	if dockertest.ImagePresent(o.Image) || strings.Contains(progress.String(), "offline") {
+		t.Fatalf("built anyway:\n%s", progress)
+	}
+}
+
 // --offline takes the offline path even when a registry is there.
 func TestOfflineModeSkipsTheRegistry(t *testing.T) {
 	t.Parallel()

@@ -147,3 +147,26 @@ func TestServeBuildsAMissingImageOffline(t *testing.T) {
 		t.Errorf("the offline build did not run, or its lines are not in the log:\n%s", logs)
 	}
 }
+
+// Behind a socket proxy that refuses pulls and builds (Compose's default),
+// serve cannot build the missing image; its log says so and how to get
+// the image there instead, and jobs are let go to fail with that error.
+func TestServeSaysHowToGetTheImageBehindASocketProxy(t *testing.T) {
+	dockertest.NeedImage(t)
+	t.Setenv("DOCKER_HOST", dockertest.SocketProxy(t, "distribution", "build"))
+	img := "selfcode-sandbox-test-" + dockertest.Suffix() + ":latest"
+	srv, stop := serveBuilding(t, img, image.Options{})
+	poll.Until(t, "jobs to be allowed", time.Minute, srv.jobsMayStart)
+	logs := stop()
+	rec := logRecord(t, logs, "sandbox image build refused by the Docker engine; jobs will fail until the image is there")
+	fix := fmt.Sprint(rec["fix"])
+	for _, want := range []string{"socket proxy that allows no pulls or builds", "on the engine's host run `selfcode image build` (SELFCODE_SANDBOX_IMAGE=" + img + ")",
+		"set SELFCODE_SANDBOX_IMAGE to a released sandbox image (ghcr.io/selfcode/selfcode-sandbox:<version>), which serve pulls through the proxy"} {
+		if !strings.Contains(fix, want) {
+			t.Errorf("the fix %q lacks %q", fix, want)
+		}
+	}
+	if strings.Contains(logs, "building it offline") || dockertest.ImagePresent(img) {
+		t.Errorf("serve tried the offline build behind the proxy:\n%s", logs)
+	}
+}

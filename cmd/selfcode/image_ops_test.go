@@ -27,10 +27,7 @@ func TestImageBuildUsage(t *testing.T) {
 // so; `selfcode run` does the same before its job when the image is missing.
 func TestImageBuildAndRunPutTheImageOnTheEngine(t *testing.T) {
 	dockertest.NeedImage(t)
-	host := dockertest.Registry(t, nil)
-	ref := host + "/selfcode-sandbox-test-" + dockertest.Suffix() + ":v1"
-	dockertest.Push(t, ref, nil)
-	dockertest.RemoveImages(t, ref)
+	ref := dockertest.RegistryImage(t)
 
 	out, code := runCLI(t, dockerEnv(), "image", "build", "--image", ref)
 	if code != 0 || !strings.Contains(out, "pulling it, because "+ref+" names a registry") || !strings.Contains(out, ref+": pull (sha256:") {

@@ -3,12 +3,18 @@ package dockertest
 import (
 	"archive/tar"
 	"bytes"
+	"context"
 	"io"
 	"log"
+	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/http/httputil"
+	"os"
 	"os/exec"
+	"regexp"
 	"runtime"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -87,6 +93,17 @@ func Push(t testing.TB, ref string, env []string, layers ...v1.Layer) string {
 		t.Fatal(err)
 	}
 	return d.String()
+}
+
+// RegistryImage is a small image on a registry served for the test (as a
+// released image is on ghcr.io): the reference names the registry, the
+// image is not on the engine, and whatever pulls it is removed at the end.
+func RegistryImage(t testing.TB) string {
+	t.Helper()
+	ref := Registry(t, nil) + "/selfcode-sandbox-test-" + Suffix() + ":v1"
+	Push(t, ref, nil)
+	RemoveImages(t, ref)
+	return ref
 }
 
 // PushFromEngine pushes the engine's image src to ref, a reference into
@@ -200,4 +217,43 @@ func ImportTiny(t testing.TB, ref string, programs ...string) {
 		t.Fatalf("docker import %s: %v\n%s", ref, err, out)
 	}
 	RemoveImages(t, ref)
+}
+
+// SocketProxy serves, on 127.0.0.1 until the test ends, the Docker engine
+// the environment names (DOCKER_HOST, else the local socket) the way a
+// restricted socket proxy does (Compose's docker-proxy, HAProxy): requests
+// to a refused API section ("distribution", "build"; with or without the
+// /v1.NN prefix) get HAProxy's 403, everything else is passed on. It
+// returns the proxy's DOCKER_HOST value.
+func SocketProxy(t testing.TB, refused ...string) string {
+	t.Helper()
+	engine := os.Getenv("DOCKER_HOST")
+	if engine == "" {
+		engine = "unix:///var/run/docker.sock"
+	}
+	network, addr, ok := strings.Cut(engine, "://")
+	if !ok || (network != "unix" && network != "tcp") {
+		t.Fatalf("SocketProxy: cannot reach DOCKER_HOST %q", engine)
+	}
+	var dialer net.Dialer
+	proxy := &httputil.ReverseProxy{
+		Rewrite: func(r *httputil.ProxyRequest) { r.Out.URL.Scheme, r.Out.URL.Host = "http", "docker" },
+		Transport: &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+			return dialer.DialContext(ctx, network, addr)
+		}},
+		ErrorLog: log.New(io.Discard, "", 0),
+	}
+	version := regexp.MustCompile(`^/v[0-9.]+/`)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		section, _, _ := strings.Cut(strings.TrimPrefix(version.ReplaceAllString(r.URL.Path, "/"), "/"), "/")
+		if slices.Contains(refused, section) {
+			w.Header().Set("Content-Type", "text/html")
+			w.WriteHeader(http.StatusForbidden)
+			io.WriteString(w, "<html><body><h1>403 Forbidden</h1>\nRequest forbidden by administrative rules.\n</body></html>\n")
+			return
+		}
+		proxy.ServeHTTP(w, r)
+	}))
+	t.Cleanup(srv.Close)
+	return "tcp://" + strings.TrimPrefix(srv.URL, "http://")
 }
