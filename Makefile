@@ -17,10 +17,13 @@ build:
 
 # The sandbox image is built offline (debootstrap from the machine's apt
 # mirror → docker import) when Docker is there and the image is missing or
-# was built from an older recipe (the script compares its recipe hash).
+# was built from an older recipe: the product's own offline path (`selfcode
+# image build --offline`, which runs the deploy/sandbox/build-offline.sh it
+# carries; the script compares its recipe hash, and keeps an image docker
+# build made from the current Dockerfile).
 sandbox-image:
 	@if docker version >/dev/null 2>&1; then \
-		deploy/sandbox/build-offline.sh; \
+		$(GO) run ./cmd/selfcode image build --offline; \
 	elif [ "$$SELFCODE_REQUIRE_DOCKER" = "1" ]; then \
 		echo "Docker is required (SELFCODE_REQUIRE_DOCKER=1) but not reachable" >&2; exit 1; \
 	else \

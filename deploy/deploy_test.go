@@ -603,7 +603,8 @@ func TestSandboxRecipesMatch(t *testing.T) {
 		"chown 10001:10001 /work /cache",
 		">/etc/selfcode-sandbox-release",
 		"USER 10001:10001",
-		"RUN /bin/sh /usr/local/lib/selfcode/warm.sh", // /cache warmed as the sandbox user
+		// /cache warmed as the sandbox user, offline, with the PATH the offline build gives it
+		"setpriv --reuid=10001 --regid=10001 --clear-groups env -i PATH=/usr/local/go/bin:/usr/bin:/bin /bin/sh /usr/local/lib/selfcode/warm.sh",
 		"WORKDIR /work",
 		`CMD ["/bin/sh"]`,
 	} {
@@ -611,8 +612,13 @@ func TestSandboxRecipesMatch(t *testing.T) {
 			t.Errorf("the Dockerfile lacks %q", want)
 		}
 	}
-	if strings.Index(body, "USER 10001:10001") > strings.Index(body, "warm.sh") {
-		t.Error("warm.sh runs before the Dockerfile switches to the sandbox user")
+	script, err := os.ReadFile("sandbox/build-offline.sh")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(script), `chroot --userspec="$sandbox_uid:$sandbox_gid" "$rootfs" /usr/bin/env -i \
+	PATH=/usr/local/go/bin:/usr/bin:/bin /tmp/warm.sh`) {
+		t.Error("build-offline.sh no longer warms /cache as the sandbox user with PATH=/usr/local/go/bin:/usr/bin:/bin")
 	}
 	for _, s := range stages {
 		for _, l := range s.lines {

@@ -47,8 +47,10 @@ type Options struct {
 	// UseConfiguredModel talks to the configured OpenAI-compatible model
 	// instead of replaying the recorded transcript.
 	UseConfiguredModel bool
-	// EnsureImage makes sure the sandbox image exists (building it offline,
-	// with visible progress, when it is missing).
+	// EnsureImage makes sure the sandbox image exists: when it is missing,
+	// it is pulled, built with docker build or built offline, whichever
+	// works on this engine, with the way and the reason and the build's
+	// progress written to the writer it is given (app/image).
 	EnsureImage func(ctx context.Context, out io.Writer) error
 	Logger      *slog.Logger
 	Timeout     time.Duration // default 15 minutes

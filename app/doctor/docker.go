@@ -9,10 +9,13 @@ import (
 	"strings"
 	"time"
 
+	"github.com/docker/docker/api/types/versions"
+
 	"github.com/selfcode/selfcode/app/sandbox"
 )
 
 const (
+	fixAPI    = "upgrade the Docker engine to 20.10 or later (Docker Desktop: install its update); if DOCKER_API_VERSION is set, unset it or set it to " + sandbox.MinAPIVersion + " or later"
 	fixEngine = "start the Docker engine, or point DOCKER_HOST at it; the user running selfcode needs access to its socket (the docker group, or rootless Docker)"
 	fixImage  = "run `selfcode image build` (it pulls a released image, or builds with docker build or offline, whichever works here), or pull a released sandbox image and set SELFCODE_SANDBOX_IMAGE to it"
 	fixLimits = "the engine must enforce memory and pids limits: enable the memory and pids cgroup controllers (cgroup v2, or cgroup_enable=memory swapaccount=1 on the kernel command line) and restart the engine"
@@ -55,11 +58,20 @@ func (d *Doctor) checkEngine(ctx context.Context) Result {
 	if d.cfg.SandboxRuntime != "" {
 		runtime = d.cfg.SandboxRuntime
 	}
-	r := ok("Docker %s (API %s) on %s, runtime %s, cgroup v%s", info.ServerVersion, info.APIVersion, info.OS, runtime, info.CgroupVersion)
-	if len(info.Warnings) > 0 {
-		return warn(r.Detail+"; the engine warns: "+strings.Join(info.Warnings, "; "), "see `docker info`: a missing limit makes every job fail (the sandbox refuses to run with weaker limits)")
+	return engineVerdict(info, runtime)
+}
+
+// engineVerdict judges what the engine says of itself: an API older than
+// selfcode needs fails, the engine's own warnings warn.
+func engineVerdict(info sandbox.EngineInfo, runtime string) Result {
+	detail := fmt.Sprintf("Docker %s (API %s) on %s, runtime %s, cgroup v%s", info.ServerVersion, info.APIVersion, info.OS, runtime, info.CgroupVersion)
+	if versions.LessThan(info.APIVersion, sandbox.MinAPIVersion) {
+		return fail(fmt.Sprintf("%s; selfcode needs API %s (Docker 20.10) or later", detail, sandbox.MinAPIVersion), fixAPI)
 	}
-	return r
+	if len(info.Warnings) > 0 {
+		return warn(detail+"; the engine warns: "+strings.Join(info.Warnings, "; "), "see `docker info`: a missing limit makes every job fail (the sandbox refuses to run with weaker limits)")
+	}
+	return ok("%s", detail)
 }
 
 // imageInfo inspects the configured sandbox image once.

@@ -7,6 +7,7 @@ import (
 	"crypto/rsa"
 	"crypto/x509"
 	"encoding/pem"
+	"fmt"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -158,6 +159,28 @@ func TestDataDirectory(t *testing.T) {
 	r = run(t, newDoctor(t, load(t, "SELFCODE_DATA_DIR="+filepath.Join(file, "data"))), CheckDataDir)[CheckDataDir]
 	expect(t, r, Fail, "cannot create", "a directory the user running selfcode")
 
+	// A directory that is there but takes no new file, even from root (the
+	// tests may run as root, which permissions do not stop): one removed
+	// while held open, reached through its descriptor.
+	gone, err := os.MkdirTemp(dir, "gone")
+	if err != nil {
+		t.Fatal(err)
+	}
+	held, err := os.Open(gone)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer held.Close()
+	if err := os.Remove(gone); err != nil {
+		t.Fatal(err)
+	}
+	heldPath := fmt.Sprintf("/dev/fd/%d", held.Fd())
+	if fi, err := os.Stat(heldPath); err != nil || !fi.IsDir() {
+		t.Fatalf("the removed directory is not reachable as %s: %v", heldPath, err)
+	}
+	r = run(t, newDoctor(t, load(t, "SELFCODE_DATA_DIR="+heldPath)), CheckDataDir)[CheckDataDir]
+	expect(t, r, Fail, "cannot write in "+heldPath, "make "+heldPath+" a directory the user running selfcode")
+
 	free, err := freeBytes(dir)
 	if err != nil {
 		t.Skipf("free space not measured here: %v", err)
@@ -180,11 +203,50 @@ func TestDockerEngine(t *testing.T) {
 	r = run(t, newDoctor(t, load(t, "SELFCODE_SANDBOX_RUNTIME=selfcode-no-such-runtime")), CheckEngine)[CheckEngine]
 	expect(t, r, Fail, `runtime "selfcode-no-such-runtime" not offered`, `install the runtime "selfcode-no-such-runtime"`)
 
+	// A client held to an API older than selfcode needs (DOCKER_API_VERSION
+	// turns negotiation off), as an engine older than 20.10 would hold it.
+	t.Setenv("DOCKER_API_VERSION", "1.40")
+	r = run(t, newDoctor(t, load(t)), CheckEngine)[CheckEngine]
+	expect(t, r, Fail, "(API 1.40)", "upgrade the Docker engine to 20.10 or later")
+	expect(t, r, Fail, "selfcode needs API "+sandbox.MinAPIVersion+" (Docker 20.10) or later", "DOCKER_API_VERSION is set, unset it")
+
+	t.Setenv("DOCKER_API_VERSION", "")
 	t.Setenv("DOCKER_HOST", "tcp://127.0.0.1:1")
 	res := run(t, newDoctor(t, load(t)), CheckEngine, CheckImage, CheckIsolation, CheckToolchains)
 	expect(t, res[CheckEngine], Fail, "docker engine unavailable", "start the Docker engine, or point DOCKER_HOST at it")
 	for _, c := range []string{CheckImage, CheckIsolation, CheckToolchains} {
 		expect(t, res[c], Skip, "needs a passing docker engine check", "")
+	}
+}
+
+// What the engine says of itself: its version against the minimum, and
+// its own warnings (captured from `docker info` on engines without swap
+// accounting and bridge netfilter), each with its fix.
+func TestEngineVerdict(t *testing.T) {
+	t.Parallel()
+	engine := sandbox.EngineInfo{ServerVersion: "20.10.24+dfsg1", APIVersion: "1.41", OS: "Debian GNU/Linux 12 (bookworm)", CgroupVersion: "2"}
+	warned := engine
+	warned.Warnings = []string{"WARNING: No swap limit support", "WARNING: bridge-nf-call-iptables is disabled"}
+	old := engine
+	old.ServerVersion, old.APIVersion = "19.03.15", "1.40"
+	newer := engine
+	newer.ServerVersion, newer.APIVersion = "28.3.2", "1.51"
+	for _, tt := range []struct {
+		name        string
+		info        sandbox.EngineInfo
+		status      Status
+		detail, fix string
+	}{
+		{"20.10", engine, OK, "Docker 20.10.24+dfsg1 (API 1.41) on Debian GNU/Linux 12 (bookworm), runtime runc, cgroup v2", ""},
+		{"newer", newer, OK, "Docker 28.3.2 (API 1.51)", ""},
+		{"warnings", warned, Warn, "the engine warns: WARNING: No swap limit support; WARNING: bridge-nf-call-iptables is disabled", "see `docker info`: a missing limit makes every job fail"},
+		{"too old", old, Fail, "Docker 19.03.15 (API 1.40) on Debian GNU/Linux 12 (bookworm), runtime runc, cgroup v2; selfcode needs API 1.41 (Docker 20.10) or later", "upgrade the Docker engine to 20.10 or later"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			r := engineVerdict(tt.info, "runc")
+			r.Check = CheckEngine
+			expect(t, r, tt.status, tt.detail, tt.fix)
+		})
 	}
 }
 
@@ -332,6 +394,19 @@ func TestGitHubApp(t *testing.T) {
 		env := append(githubEnv(fake, fake.PrivateKeyPEM())[1:], "SELFCODE_GITHUB_API_URL=http://"+closedAddr(t)+"/")
 		r := run(t, newDoctor(t, load(t, env...)), CheckApp)[CheckApp]
 		expect(t, r, Fail, "get app", "check SELFCODE_GITHUB_API_URL")
+	})
+	t.Run("installations not listed", func(t *testing.T) {
+		t.Parallel()
+		fake := newFake(t, fakegithub.Options{})
+		fake.AddInstallation(7, "octo")
+		fake.InjectFault(fakegithub.Fault{Method: http.MethodGet, PathPattern: "/app/installations", Status: http.StatusBadGateway})
+		res := run(t, newDoctor(t, load(t, githubEnv(fake, fake.PrivateKeyPEM())...)), githubChecks...)
+		expect(t, res[CheckApp], OK, "the JWT is accepted", "")
+		expect(t, res[CheckInstallations], Fail, "GitHub accepted the App's JWT but did not list its installations", "run `selfcode doctor` again in a while")
+		if !strings.Contains(res[CheckInstallations].Detail, "502") || !strings.Contains(res[CheckInstallations].Fix, fake.URL()) {
+			t.Errorf("the failure does not say what GitHub answered, or the fix names no API URL: %+v", res[CheckInstallations])
+		}
+		expect(t, res[CheckPermissions], Skip, "needs a passing github installations check", "")
 	})
 	t.Run("installed nowhere", func(t *testing.T) {
 		t.Parallel()

@@ -131,7 +131,8 @@ func (d *Doctor) checkInstallations(ctx context.Context) Result {
 	}
 	insts, err := d.installations(ctx)
 	if err != nil {
-		return fail("list the App's installations: "+err.Error(), "see the github app line")
+		return fail("GitHub accepted the App's JWT but did not list its installations: "+err.Error(),
+			fmt.Sprintf("run `selfcode doctor` again in a while (GitHub may be failing: its status page says), and check that nothing between this machine and SELFCODE_GITHUB_API_URL (%s), a proxy in HTTPS_PROXY for one, refuses GET /app/installations", d.cfg.GitHubAPIURL))
 	}
 	if len(insts) == 0 {
 		return fail("the App is installed nowhere: no repository can ask it for anything",

@@ -64,6 +64,14 @@ var ErrMissing = errors.New("sandbox image missing")
 // ErrCannotBuild: no path can put the image on this engine.
 var ErrCannotBuild = errors.New("cannot build the sandbox image")
 
+// ErrRefused: the engine's API refused a pull probe or a build (403), as a
+// restricted socket proxy in front of it does (Compose's docker-proxy).
+// The offline build is not tried then: it would run where selfcode runs,
+// behind that proxy (in Compose, a non-root container without debootstrap).
+// The image has to come from outside: built on the engine's host, or a
+// released image named by its registry, which is pulled.
+var ErrRefused = errors.New("the Docker engine refuses pulls or builds through this connection (a socket proxy?)")
+
 // Options configure Ensure and Build.
 type Options struct {
 	// Image is the reference to put on the engine (the configured
@@ -220,7 +228,7 @@ func (b *Builder) Build(ctx context.Context) (Result, error) {
 			}
 			res.Path, res.Reason = PathRegistry, strings.Join(append(why, reason), "; ")
 			return b.done(ctx, res)
-		case o.Mode == ModeRegistry || ctx.Err() != nil:
+		case o.Mode == ModeRegistry || ctx.Err() != nil || errors.Is(probeErr, ErrRefused):
 			return res, fmt.Errorf("%w with docker build: %w", ErrCannotBuild, probeErr)
 		default:
 			why = append(why, probeErr.Error())
@@ -250,7 +258,7 @@ func (b *Builder) decide(p Path, reason string) {
 	case PathRegistry:
 		how = "building it with docker build from deploy/sandbox/Dockerfile"
 	case PathOffline:
-		how = "building it offline with deploy/sandbox/build-offline.sh (debootstrap → docker import; a few minutes, needs root)"
+		how = "building it offline with deploy/sandbox/build-offline.sh (debootstrap → docker import; a few minutes, needs root; nothing to do when it is built from this recipe)"
 	}
 	o.Logger.Info("sandbox image: "+how, "image", o.Image, "path", string(p), "reason", reason)
 	fmt.Fprintf(o.Progress, "==> sandbox image %s: %s, because %s\n", o.Image, how, reason)

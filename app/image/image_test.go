@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"io"
 	"log/slog"
 	"os"
 	"os/exec"
@@ -12,37 +11,18 @@ import (
 	"testing"
 	"time"
 
-	v1 "github.com/google/go-containerregistry/pkg/v1"
-	"github.com/google/go-containerregistry/pkg/v1/tarball"
-
+	"github.com/selfcode/selfcode/deploy"
 	"github.com/selfcode/selfcode/internal/dockertest"
 )
 
 // The tests below run the real paths against the real engine: the engine
 // pulls from a registry this test serves on 127.0.0.1 (go-containerregistry's
-// pkg/registry; the engine trusts 127.0.0.0/8 without TLS), builds
-// testdata/recipe/Dockerfile (the sandbox Dockerfile's shape on a small base
-// derived from the offline sandbox image) with the classic builder, or runs
-// testdata/recipe/build-offline.sh (a one-second stand-in for debootstrap).
-// Every image gets a name of its own and is removed at the end.
-
-// derivedBase is a few-megabyte base taken from the offline sandbox image:
-// dash and the libraries it loads, /bin/sh and /tmp.
-func derivedBase(t *testing.T) []v1.Layer {
-	t.Helper()
-	rootfs := dockertest.TinyRootFS(t)
-	l, err := tarball.LayerFromOpener(func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(rootfs)), nil })
-	if err != nil {
-		t.Fatal(err)
-	}
-	return []v1.Layer{l}
-}
-
-// pushBase pushes the derived base to ref.
-func pushBase(t *testing.T, ref string) {
-	t.Helper()
-	dockertest.Push(t, ref, []string{"PATH=/usr/local/go/bin:/usr/bin:/bin"}, derivedBase(t)...)
-}
+// pkg/registry; the engine trusts 127.0.0.0/8 without TLS) and builds
+// deploy/sandbox/Dockerfile with the classic builder, or runs the offline
+// script: the real one, or a one-second stand-in for debootstrap
+// (dockertest.StandInRecipe) where the test is about choosing the path.
+// Every image gets a name of its own and is removed at the end; the sandbox
+// image the tests start from is only read.
 
 func label(t *testing.T, ref, key string) string {
 	t.Helper()
@@ -53,8 +33,8 @@ func label(t *testing.T, ref, key string) string {
 	return strings.TrimSpace(string(out))
 }
 
-// testOptions builds into a fresh tag from testdata/recipe, with progress
-// and the decision log captured.
+// testOptions builds into a fresh tag from the stand-in recipe, with
+// progress and the decision log captured.
 func testOptions(t *testing.T) (Options, *bytes.Buffer, *bytes.Buffer) {
 	t.Helper()
 	var progress, logs bytes.Buffer
@@ -62,7 +42,7 @@ func testOptions(t *testing.T) (Options, *bytes.Buffer, *bytes.Buffer) {
 	dockertest.RemoveImages(t, tag)
 	return Options{
 		Image:    tag,
-		Recipe:   os.DirFS("testdata/recipe"),
+		Recipe:   dockertest.StandInRecipe(t),
 		Progress: &progress,
 		Logger:   slog.New(slog.NewJSONHandler(&logs, nil)),
 	}, &progress, &logs
@@ -74,25 +54,65 @@ func ctxFor(t *testing.T) context.Context {
 	return ctx
 }
 
-// The registry path: the engine can pull the Dockerfile's base, so the
-// image is built with docker build, the bases coming from the registry.
-func TestEnsureBuildsFromTheDockerfileWhenTheBaseCanBePulled(t *testing.T) {
-	t.Parallel()
-	host := dockertest.Registry(t, nil)
-	base := host + "/selfcode-test-base-" + dockertest.Suffix() + ":1"
-	pushBase(t, base)
-	dockertest.RemoveImages(t, base)
-	o, progress, logs := testOptions(t)
-	o.BuildArgs = map[string]string{"BASE_IMAGE": base}
+// toolchainVersions is what each toolchain of image answers to --version
+// (or its equivalent), one line each, in a container without network; it
+// fails the test when one does not answer.
+func toolchainVersions(t *testing.T, image string) string {
+	t.Helper()
+	script := `set -e
+go version
+python3 --version
+python3 -m pytest --version 2>&1
+node --version
+npm --version
+tsc --version
+jest --version
+mocha --version
+git --version
+make --version | head -n 1
+gcc --version | head -n 1
+grep -c '^sandbox:' /etc/passwd`
+	out, err := exec.Command("docker", "run", "--rm", "--network", "none", image, "/bin/sh", "-c", script).CombinedOutput()
+	if err != nil {
+		t.Fatalf("the toolchains of %s: %v\n%s", image, err, out)
+	}
+	if n := strings.Count(string(out), "\n"); n != 12 {
+		t.Fatalf("the toolchains of %s answered %d lines, want 12:\n%s", image, n, out)
+	}
+	return string(out)
+}
 
+// The registry path, end to end: the offline sandbox image is pushed to a
+// registry on this machine and serves as both base images of the real
+// Dockerfile (BASE_IMAGE, GO_IMAGE), which Ensure builds with docker build.
+// The result answers with the same toolchains, at the same versions, as
+// the image it was built from. The offline build then keeps it: an image
+// built from this recipe's Dockerfile is current for build-offline.sh too.
+func TestEnsureBuildsTheSandboxDockerfileWhenTheBaseCanBePulled(t *testing.T) {
+	t.Parallel()
+	dockertest.NeedImage(t)
+	host := dockertest.Registry(t, nil)
+	base := host + "/selfcode-sandbox-base-" + dockertest.Suffix() + ":offline"
+	start := time.Now()
+	dockertest.PushFromEngine(t, dockertest.Image(), base)
+	dockertest.Untag(t, base) // the build pulls it
+	t.Logf("pushed %s to %s in %s", dockertest.Image(), base, time.Since(start).Round(time.Second))
+	o, progress, logs := testOptions(t)
+	dockertest.RemoveBuildLeftovers(t, progress.String)
+	o.Recipe = deploy.SandboxContext()
+	o.BuildArgs = map[string]string{"BASE_IMAGE": base, "GO_IMAGE": base}
+
+	start = time.Now()
 	res, err := Ensure(ctxFor(t), o)
 	if err != nil {
 		t.Fatalf("Ensure: %v\n%s", err, progress)
 	}
-	if res.Path != PathRegistry || !strings.Contains(res.Reason, "has or can pull the Dockerfile's base images "+base) || res.ID == "" {
+	t.Logf("built %s from deploy/sandbox/Dockerfile in %s", o.Image, time.Since(start).Round(time.Second))
+	if res.Path != PathRegistry || !strings.HasSuffix(res.Reason, "has or can pull the Dockerfile's base images "+base) || res.ID == "" {
 		t.Fatalf("result %+v", res)
 	}
-	for _, want := range []string{"building it with docker build from deploy/sandbox/Dockerfile, because the engine has or can pull", "Step 1/", "Pulling from selfcode-test-base", "is ready"} {
+	for _, want := range []string{"building it with docker build from deploy/sandbox/Dockerfile, because the engine has or can pull",
+		"Step 1/", "Pulling from selfcode-sandbox-base-", "is ready"} {
 		if !strings.Contains(progress.String(), want) {
 			t.Errorf("progress lacks %q:\n%s", want, progress)
 		}
@@ -110,26 +130,42 @@ func TestEnsureBuildsFromTheDockerfileWhenTheBaseCanBePulled(t *testing.T) {
 	if got := label(t, o.Image, "io.selfcode.cache"); got != "/cache" {
 		t.Errorf("cache label %q", got)
 	}
-	// warm.sh ran in the build, with the recipe passed in.
+	if got, want := toolchainVersions(t, o.Image), toolchainVersions(t, dockertest.Image()); got != want {
+		t.Errorf("the toolchains differ from the offline image's:\n%s\nwant:\n%s", got, want)
+	}
 	out, err := exec.Command("docker", "run", "--rm", "--network", "none", o.Image, "/bin/sh", "-c",
-		"read a </cache/warmed; read b </etc/selfcode-sandbox-release; echo $a $b").CombinedOutput()
-	if err != nil || strings.TrimSpace(string(out)) != "warmed recipe="+recipe {
+		"grep '^recipe=' /etc/selfcode-sandbox-release; test -d /cache/go-build && echo warmed").CombinedOutput()
+	if err != nil || strings.TrimSpace(string(out)) != "recipe="+recipe+"\nwarmed" {
 		t.Fatalf("in the image: %q, %v", out, err)
 	}
+
 	// Present now: nothing more is done.
 	again, err := Ensure(ctxFor(t), o)
 	if err != nil || again.Path != PathPresent || again.ID != res.ID {
 		t.Fatalf("second Ensure: %+v, %v", again, err)
 	}
+	// The real build-offline.sh, run by Build, finds the image current.
+	// Were it to rebuild, the mirror it would fetch from is a closed port.
+	var offline bytes.Buffer
+	o.Mode, o.Progress = ModeOffline, &offline
+	o.Environ = append(os.Environ(), "SELFCODE_DEBIAN_MIRROR=http://"+dockertest.UnreachableRegistry(t)+"/debian")
+	off, err := Build(ctxFor(t), o)
+	if err != nil || off.Path != PathOffline || off.ID != res.ID {
+		t.Fatalf("Build --offline: %+v, %v\n%s", off, err, &offline)
+	}
+	if want := "is built from this recipe (" + recipe + "); nothing to do"; !strings.Contains(offline.String(), want) {
+		t.Errorf("build-offline.sh did not find the image current (want %q):\n%s", want, &offline)
+	}
 }
 
-// The fallback: the registry holding the base is gone, so the offline
-// script builds the image, and the output says why.
+// The fallback: the registry holding the Dockerfile's bases is gone, so
+// the offline script builds the image, and the output says why.
 func TestEnsureBuildsOfflineWhenTheBaseCannotBePulled(t *testing.T) {
 	t.Parallel()
+	dockertest.NeedImage(t)
 	base := dockertest.UnreachableRegistry(t) + "/selfcode-test-base:1"
 	o, progress, logs := testOptions(t)
-	o.BuildArgs = map[string]string{"BASE_IMAGE": base}
+	o.BuildArgs = map[string]string{"BASE_IMAGE": base, "GO_IMAGE": base}
 
 	res, err := Ensure(ctxFor(t), o)
 	if err != nil {
@@ -155,9 +191,33 @@ func TestRegistryModeFailsWhenTheBaseCannotBePulled(t *testing.T) {
 	dockertest.NeedImage(t)
 	base := dockertest.UnreachableRegistry(t) + "/selfcode-test-base:1"
 	o, progress, _ := testOptions(t)
-	o.Mode, o.BuildArgs = ModeRegistry, map[string]string{"BASE_IMAGE": base}
+	o.Mode, o.BuildArgs = ModeRegistry, map[string]string{"BASE_IMAGE": base, "GO_IMAGE": base}
 	_, err := Build(ctxFor(t), o)
 	if !errors.Is(err, ErrCannotBuild) || !strings.Contains(err.Error(), base) {
+		t.Fatalf("err %v", err)
+	}
+	if dockertest.ImagePresent(o.Image) || strings.Contains(progress.String(), "offline") {
+		t.Fatalf("built anyway:\n%s", progress)
+	}
+}
+
+// Behind a socket proxy that refuses the distribution and build API
+// sections (Compose's), the probe is refused: the build fails at once
+// saying so, and the offline build, which would run behind the same proxy,
+// is not tried. A released image, named by its registry, is still pulled.
+func TestEnsureRefusedBehindASocketProxy(t *testing.T) {
+	dockertest.NeedImage(t)
+	released := dockertest.RegistryImage(t)
+	t.Setenv("DOCKER_HOST", dockertest.SocketProxy(t, "distribution", "build"))
+	if res, err := Ensure(ctxFor(t), Options{Image: released, Recipe: dockertest.StandInRecipe(t)}); err != nil || res.Path != PathPull {
+		t.Fatalf("the released image through the proxy: %+v, %v", res, err)
+	}
+
+	base := dockertest.UnreachableRegistry(t) + "/selfcode-test-base:1"
+	o, progress, _ := testOptions(t)
+	o.BuildArgs = map[string]string{"BASE_IMAGE": base, "GO_IMAGE": base}
+	_, err := Ensure(ctxFor(t), o)
+	if !errors.Is(err, ErrRefused) || !errors.Is(err, ErrCannotBuild) || !strings.Contains(err.Error(), "asking whether it can pull the base image "+base) {
 		t.Fatalf("err %v", err)
 	}
 	if dockertest.ImagePresent(o.Image) || strings.Contains(progress.String(), "offline") {
@@ -168,11 +228,13 @@ func TestRegistryModeFailsWhenTheBaseCannotBePulled(t *testing.T) {
 // --offline takes the offline path even when a registry is there.
 func TestOfflineModeSkipsTheRegistry(t *testing.T) {
 	t.Parallel()
+	dockertest.NeedImage(t)
 	host := dockertest.Registry(t, nil)
 	base := host + "/selfcode-test-base-" + dockertest.Suffix() + ":1"
-	pushBase(t, base)
+	dockertest.Push(t, base, nil)
+	dockertest.RemoveImages(t, base)
 	o, progress, _ := testOptions(t)
-	o.Mode, o.BuildArgs = ModeOffline, map[string]string{"BASE_IMAGE": base}
+	o.Mode, o.BuildArgs = ModeOffline, map[string]string{"BASE_IMAGE": base, "GO_IMAGE": base}
 	res, err := Build(ctxFor(t), o)
 	if err != nil || res.Path != PathOffline || res.Reason != "--offline" {
 		t.Fatalf("Build: %+v, %v\n%s", res, err, progress)
@@ -182,20 +244,40 @@ func TestOfflineModeSkipsTheRegistry(t *testing.T) {
 	}
 }
 
-// A reference naming a registry (a released image) is pulled, not built.
+// A reference naming a registry (a released image) is pulled, not built:
+// by tag, and by name:tag@digest, the form the release workflow gives the
+// server image as its default sandbox image. The digest wins over the tag,
+// which has moved on to another image since.
 func TestEnsurePullsAnImageThatNamesARegistry(t *testing.T) {
 	t.Parallel()
+	dockertest.NeedImage(t)
 	host := dockertest.Registry(t, nil)
-	ref := host + "/selfcode-sandbox-test-" + dockertest.Suffix() + ":v1"
-	pushBase(t, ref)
-	dockertest.RemoveImages(t, ref)
-	var progress bytes.Buffer
-	res, err := Ensure(ctxFor(t), Options{Image: ref, Recipe: os.DirFS("testdata/recipe"), Progress: &progress})
-	if err != nil || res.Path != PathPull || !dockertest.ImagePresent(ref) {
-		t.Fatalf("Ensure: %+v, %v\n%s", res, err, &progress)
-	}
-	if !strings.Contains(progress.String(), "pulling it, because "+ref+" names a registry") {
-		t.Errorf("progress:\n%s", &progress)
+	repo := host + "/selfcode-sandbox-test-" + dockertest.Suffix()
+	pinned := dockertest.Push(t, repo+":v1", nil)
+	moved := dockertest.Push(t, repo+":v1", nil)
+	for _, tt := range []struct{ ref, digest string }{
+		{repo + ":v1", moved},
+		{repo + ":v1@" + pinned, pinned},
+	} {
+		t.Run(strings.TrimPrefix(tt.ref, repo), func(t *testing.T) {
+			dockertest.RemoveImages(t, tt.ref)
+			var progress bytes.Buffer
+			res, err := Ensure(ctxFor(t), Options{Image: tt.ref, Recipe: dockertest.StandInRecipe(t), Progress: &progress})
+			if err != nil || res.Path != PathPull || !dockertest.ImagePresent(tt.ref) {
+				t.Fatalf("Ensure: %+v, %v\n%s", res, err, &progress)
+			}
+			if !strings.Contains(progress.String(), "pulling it, because "+tt.ref+" names a registry") {
+				t.Errorf("progress:\n%s", &progress)
+			}
+			out, err := exec.Command("docker", "image", "inspect", "--format", "{{json .RepoDigests}}", res.ID).Output()
+			if err != nil || !strings.Contains(string(out), `"`+repo+"@"+tt.digest+`"`) {
+				t.Errorf("pulled %s, whose digests are %s (%v); want %s", res.ID, out, err, tt.digest)
+			}
+			again, err := Ensure(ctxFor(t), Options{Image: tt.ref, Recipe: dockertest.StandInRecipe(t)})
+			if err != nil || again.Path != PathPresent || again.ID != res.ID {
+				t.Fatalf("second Ensure: %+v, %v", again, err)
+			}
+		})
 	}
 }
 
@@ -204,7 +286,7 @@ func TestEnsureFailsOnAnUnreachableDigest(t *testing.T) {
 	t.Parallel()
 	dockertest.NeedImage(t)
 	ref := dockertest.UnreachableRegistry(t) + "/selfcode-sandbox@sha256:" + strings.Repeat("ab", 32)
-	_, err := Ensure(ctxFor(t), Options{Image: ref, Recipe: os.DirFS("testdata/recipe")})
+	_, err := Ensure(ctxFor(t), Options{Image: ref, Recipe: dockertest.StandInRecipe(t)})
 	if err == nil || !strings.Contains(err.Error(), "pull "+ref) {
 		t.Fatalf("err %v", err)
 	}

@@ -9,16 +9,17 @@ import (
 	"path/filepath"
 )
 
-// offline runs build-offline.sh from the recipe (written beside warm.sh in
-// a scratch directory, so a release binary needs no checkout) with its
-// progress on Progress.
+// offline runs build-offline.sh from the recipe (written beside warm.sh and
+// the Dockerfile, whose image it also accepts as current, in a scratch
+// directory, so a release binary needs no checkout) with its progress on
+// Progress.
 func (b *Builder) offline(ctx context.Context) error {
 	dir, err := os.MkdirTemp("", "selfcode-image-")
 	if err != nil {
 		return err
 	}
 	defer os.RemoveAll(dir)
-	for _, name := range []string{OfflineScript, WarmScript} {
+	for _, name := range []string{OfflineScript, WarmScript, Dockerfile} {
 		data, err := fs.ReadFile(b.opts.Recipe, name)
 		if err != nil {
 			return fmt.Errorf("read the recipe: %w", err)

@@ -10,6 +10,7 @@ import (
 	"maps"
 	"time"
 
+	"github.com/containerd/errdefs"
 	"github.com/docker/docker/api/types/build"
 	dimage "github.com/docker/docker/api/types/image"
 	"github.com/docker/docker/pkg/jsonmessage"
@@ -40,6 +41,9 @@ func (b *Builder) probeBases(ctx context.Context) ([]string, error) {
 		pctx, cancel := context.WithTimeout(ctx, b.opts.ProbeTimeout)
 		_, err := b.api.DistributionInspect(pctx, ref, "")
 		cancel()
+		if errdefs.IsPermissionDenied(err) {
+			return nil, fmt.Errorf("%w: asking whether it can pull the base image %s: %w", ErrRefused, ref, err)
+		}
 		if err != nil {
 			return nil, fmt.Errorf("the engine cannot pull the base image %s: %w", ref, err)
 		}
@@ -79,6 +83,9 @@ func (b *Builder) dockerBuild(ctx context.Context) error {
 		ForceRemove: true,
 		Version:     build.BuilderV1,
 	})
+	if errdefs.IsPermissionDenied(err) {
+		return fmt.Errorf("%w: docker build %s: %w", ErrRefused, b.opts.Image, err)
+	}
 	if err != nil {
 		return fmt.Errorf("docker build %s: %w", b.opts.Image, err)
 	}

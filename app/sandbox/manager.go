@@ -19,6 +19,11 @@ import (
 	"github.com/selfcode/selfcode/internal/keyedlock"
 )
 
+// MinAPIVersion is the oldest Docker Engine API selfcode runs on: that of
+// Docker Engine 20.10, the oldest engine its Docker tests run against
+// (`selfcode doctor` checks it).
+const MinAPIVersion = "1.41"
+
 // Labels put on every container and work volume.
 const (
 	LabelInstance = "selfcode.instance" // Options.Instance

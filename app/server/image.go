@@ -3,6 +3,7 @@ package server
 import (
 	"bytes"
 	"context"
+	"errors"
 	"log/slog"
 	"sync"
 
@@ -19,11 +20,16 @@ func (s *Server) jobsMayStart() bool { return s.Enabled() && !s.imageWait.Load()
 func (s *Server) ensureImage(ctx context.Context) {
 	defer s.imageWait.Store(false)
 	progress := &logLines{log: s.log, msg: "sandbox image build"}
-	res, err := image.Ensure(ctx, image.Options{Image: s.cfg.SandboxImage, Logger: s.log, Progress: progress})
+	o := s.imageOpts
+	o.Image, o.Logger, o.Progress = s.cfg.SandboxImage, s.log, progress
+	res, err := image.Ensure(ctx, o)
 	progress.flush()
 	switch {
 	case err != nil && ctx.Err() != nil:
 		s.log.Warn("sandbox image build stopped by shutdown", "image", s.cfg.SandboxImage, "err", err)
+	case errors.Is(err, image.ErrRefused):
+		s.log.Error("sandbox image build refused by the Docker engine; jobs will fail until the image is there", "image", s.cfg.SandboxImage, "err", err,
+			"fix", "serve reaches the engine through a socket proxy that allows no pulls or builds (Compose's docker-proxy): on the engine's host run `selfcode image build` (SELFCODE_SANDBOX_IMAGE="+s.cfg.SandboxImage+"), or set SELFCODE_SANDBOX_IMAGE to a released sandbox image (ghcr.io/selfcode/selfcode-sandbox:<version>), which serve pulls through the proxy; then restart serve")
 	case err != nil:
 		s.log.Error("sandbox image build failed; jobs will fail until the image is there", "image", s.cfg.SandboxImage, "err", err,
 			"fix", "run `selfcode image build` (or pull a released sandbox image and set SELFCODE_SANDBOX_IMAGE to it); `selfcode doctor` checks the engine")

@@ -14,6 +14,7 @@ import (
 	"github.com/selfcode/selfcode/app/budget"
 	"github.com/selfcode/selfcode/app/config"
 	gh "github.com/selfcode/selfcode/app/github"
+	"github.com/selfcode/selfcode/app/image"
 	"github.com/selfcode/selfcode/app/intake"
 	"github.com/selfcode/selfcode/app/metrics"
 	"github.com/selfcode/selfcode/app/overnight"
@@ -69,6 +70,11 @@ type Options struct {
 	// until the build has ended. Only with the sandbox built from the
 	// configuration (no Parts, no Pipeline).
 	BuildImage bool
+	// Image is how BuildImage builds: the recipe and docker build
+	// arguments (zero: the recipe the binary carries, with the Dockerfile's
+	// own base images). Its Image, Logger and Progress are the server's:
+	// the configured sandbox image and the server's log.
+	Image image.Options
 }
 
 // Server is a running selfcode.
@@ -86,6 +92,7 @@ type Server struct {
 	// imageWait is set while the sandbox image is being built: jobs wait.
 	imageWait  atomic.Bool
 	buildImage bool          // Run builds the sandbox image when missing
+	imageOpts  image.Options // how (Options.Image)
 	imageDone  chan struct{} // closed when that build has ended
 
 	model     chat.Model            // the one model client
@@ -133,6 +140,8 @@ func New(ctx context.Context, o Options) (*Server, error) {
 		return nil, fmt.Errorf("build the job parts: %w", err)
 	}
 	s.buildImage = o.BuildImage && o.Parts == nil && o.Pipeline == nil
+	s.imageOpts = o.Image
+	s.imageWait.Store(s.buildImage) // from now until Run's build has ended
 
 	windows := overnight.Windows{Schedule: cfg.Schedule(), Length: cfg.OvernightWindow}
 	router := intake.New(intake.Options{

@@ -49,7 +49,8 @@ their own when the image is missing.`,
 			force, _ := f.GetBool("force")
 			ref, _ := f.GetString("image")
 			pairs, _ := f.GetStringArray("build-arg")
-			o := image.Options{Image: cfg.SandboxImage, Mode: image.ModeAuto, Force: force, Progress: cmd.OutOrStdout()}
+			o := imageOptions(cfg)
+			o.Mode, o.Force, o.Progress = image.ModeAuto, force, cmd.OutOrStdout()
 			switch {
 			case offline && registry:
 				return &exitError{code: 2, err: errors.New("--offline and --registry exclude each other")}
@@ -61,8 +62,12 @@ their own when the image is missing.`,
 			if ref != "" {
 				o.Image = ref
 			}
-			if o.BuildArgs, err = buildArgs(pairs); err != nil {
+			args, err := buildArgs(pairs)
+			if err != nil {
 				return &exitError{code: 2, err: err}
+			}
+			if len(args) > 0 {
+				o.BuildArgs = args
 			}
 			ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 			defer stop()
@@ -96,9 +101,20 @@ func buildArgs(pairs []string) (map[string]string, error) {
 	return args, nil
 }
 
+// imageOptions is how demo, run, eval, serve and image build put the
+// configured sandbox image on the engine: with the recipe the binary
+// carries, unless a test-hooks binary is told otherwise (testImage).
+func imageOptions(cfg *config.Config) image.Options {
+	o := image.Options{Image: cfg.SandboxImage}
+	testImage(&o)
+	return o
+}
+
 // ensureImage builds the sandbox image when it is missing, saying how and
 // why, with the build's progress on out.
 func ensureImage(ctx context.Context, cfg *config.Config, out io.Writer) error {
-	_, err := image.Ensure(ctx, image.Options{Image: cfg.SandboxImage, Progress: out})
+	o := imageOptions(cfg)
+	o.Progress = out
+	_, err := image.Ensure(ctx, o)
 	return err
 }

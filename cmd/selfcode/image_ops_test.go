@@ -27,10 +27,7 @@ func TestImageBuildUsage(t *testing.T) {
 // so; `selfcode run` does the same before its job when the image is missing.
 func TestImageBuildAndRunPutTheImageOnTheEngine(t *testing.T) {
 	dockertest.NeedImage(t)
-	host := dockertest.Registry(t, nil)
-	ref := host + "/selfcode-sandbox-test-" + dockertest.Suffix() + ":v1"
-	dockertest.Push(t, ref, nil)
-	dockertest.RemoveImages(t, ref)
+	ref := dockertest.RegistryImage(t)
 
 	out, code := runCLI(t, dockerEnv(), "image", "build", "--image", ref)
 	if code != 0 || !strings.Contains(out, "pulling it, because "+ref+" names a registry") || !strings.Contains(out, ref+": pull (sha256:") {
@@ -49,5 +46,48 @@ func TestImageBuildAndRunPutTheImageOnTheEngine(t *testing.T) {
 	out, _ = runCLI(t, env, "run", "--repo", repo, "--task", "anything")
 	if !strings.Contains(out, "==> sandbox image "+ref+": pulling it") || !dockertest.ImagePresent(ref) {
 		t.Fatalf("run did not put the missing image on the engine:\n%s", out)
+	}
+}
+
+// demo with the sandbox image missing puts it on the engine first and says
+// which way and why: docker build from the Dockerfile when the engine can
+// pull its base images (here a small image on a registry on 127.0.0.1,
+// which has no Go, so the build stops at COPY --from=go: which path was
+// taken is the point, the registry-path test in app/image builds it), and
+// the offline build when it cannot (a one-second stand-in script), after
+// which the demo goes on with the image.
+func TestDemoBuildsAMissingSandboxImage(t *testing.T) {
+	dockertest.NeedImage(t)
+	host := dockertest.Registry(t, nil)
+	pullable := host + "/selfcode-test-base-" + dockertest.Suffix() + ":1"
+	dockertest.Push(t, pullable, nil)
+	dockertest.RemoveImages(t, pullable) // the build pulls it
+	unreachable := dockertest.UnreachableRegistry(t) + "/selfcode-test-base:1"
+	recipe := dockertest.StandInRecipeDir(t)
+	for _, tt := range []struct {
+		name, base, decision string
+		then                 []string
+	}{
+		{"docker build", pullable,
+			"building it with docker build from deploy/sandbox/Dockerfile, because the engine has or can pull the Dockerfile's base images " + pullable,
+			[]string{"Step 1/", "Pulling from selfcode-test-base-", "Step 10/16 : COPY --from=go /usr/local/go /usr/local/go",
+				"selfcode: sandbox image: docker build IMAGE: COPY failed"}},
+		{"offline", unreachable,
+			"building it offline with deploy/sandbox/build-offline.sh (debootstrap → docker import; a few minutes, needs root; nothing to do when it is built from this recipe), because the engine cannot pull the base image " + unreachable,
+			[]string{"test offline build of IMAGE", "==> sandbox image IMAGE is ready", "==> simulated GitHub at "}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			img := "selfcode-sandbox-test-" + dockertest.Suffix() + ":latest"
+			dockertest.RemoveImages(t, img)
+			env := append(dockerEnv(), "SELFCODE_SANDBOX_IMAGE="+img, "SELFCODE_DATA_DIR="+t.TempDir(),
+				"SELFCODE_TEST_SANDBOX_RECIPE="+recipe, "SELFCODE_TEST_SANDBOX_BUILD_ARGS=BASE_IMAGE="+tt.base+" GO_IMAGE="+tt.base)
+			out, _ := runCLI(t, env, "demo")
+			dockertest.RemoveBuildLeftovers(t, func() string { return out })
+			for _, want := range append([]string{"==> checking the sandbox image " + img, "==> sandbox image " + img + ": " + tt.decision}, tt.then...) {
+				if want = strings.ReplaceAll(want, "IMAGE", img); !strings.Contains(out, want) {
+					t.Errorf("demo's output lacks %q:\n%s", want, out)
+				}
+			}
+		})
 	}
 }

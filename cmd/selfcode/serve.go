@@ -44,7 +44,7 @@ func serveCmd() *cobra.Command {
 			ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 			defer stop()
 			startupChecks(ctx, cfg, log)
-			srv, err := server.New(ctx, server.Options{Config: cfg, Logger: log, Parts: testParts(cfg, log), BuildImage: true})
+			srv, err := server.New(ctx, server.Options{Config: cfg, Logger: log, Parts: testParts(cfg, log), BuildImage: true, Image: imageOptions(cfg)})
 			if err != nil {
 				return &exitError{code: 1, err: err}
 			}

@@ -10,6 +10,14 @@ package main
 //	                    "finish <id>" lines to (fsynced)
 //	SELFCODE_TEST_GATE  when set, a run waits until this file exists
 //	SELFCODE_TEST_DENY  comma-separated senders treated as read-only
+//
+// and puts a missing sandbox image on the engine from another recipe, so
+// tests choose the path (demo, run, serve, image build):
+//
+//	SELFCODE_TEST_SANDBOX_RECIPE      directory whose Dockerfile, warm.sh and
+//	                                  build-offline.sh replace the carried ones
+//	SELFCODE_TEST_SANDBOX_BUILD_ARGS  space-separated NAME=VALUE docker build
+//	                                  arguments (the Dockerfile's base images)
 
 import (
 	"context"
@@ -21,6 +29,7 @@ import (
 	"time"
 
 	"github.com/selfcode/selfcode/app/config"
+	"github.com/selfcode/selfcode/app/image"
 	"github.com/selfcode/selfcode/app/job"
 	"github.com/selfcode/selfcode/app/server"
 	"github.com/selfcode/selfcode/app/worker"
@@ -99,4 +108,17 @@ func (r *recorder) Denied(ctx context.Context, j *job.Job, perm string) error {
 
 func (r *recorder) Control(ctx context.Context, j *job.Job, c worker.ControlReply) error {
 	return r.line("reply %s %s", j.ID, c.Verb)
+}
+
+func testImage(o *image.Options) {
+	if dir := os.Getenv("SELFCODE_TEST_SANDBOX_RECIPE"); dir != "" {
+		o.Recipe = os.DirFS(dir)
+	}
+	args, err := buildArgs(strings.Fields(os.Getenv("SELFCODE_TEST_SANDBOX_BUILD_ARGS")))
+	if err != nil {
+		panic("SELFCODE_TEST_SANDBOX_BUILD_ARGS: " + err.Error())
+	}
+	if len(args) > 0 {
+		o.BuildArgs = args
+	}
 }

@@ -5,7 +5,9 @@
 #
 # Usage: deploy/sandbox/build-offline.sh [--force] [--image NAME:TAG]
 #
-# When the image already exists this is a fast no-op; --force rebuilds it.
+# When the image already exists and was built from this recipe (by this
+# script, or by docker build from the Dockerfile beside it: both make the
+# same image) this is a fast no-op; --force rebuilds it.
 # Environment overrides:
 #   SELFCODE_SANDBOX_IMAGE   image name (default selfcode-sandbox:latest)
 #   SELFCODE_DEBIAN_MIRROR   Debian archive URL (default: read from apt's sources)
@@ -55,11 +57,17 @@ goversion=$("$goroot/bin/go" env GOVERSION)
 warm="$(dirname "$0")/warm.sh"
 [ -r "$warm" ] || die "warm.sh not found beside $0"
 recipe=$( (cat "$0" "$warm"; echo "$goversion") | sha256sum | cut -c1-16)
+# The label `selfcode image build` gives an image it builds from the
+# Dockerfile: "dockerfile-" and the hash of the Dockerfile and warm.sh.
+dockerfile_recipe=none
+if [ -r "$(dirname "$0")/Dockerfile" ]; then
+	dockerfile_recipe=dockerfile-$(cat "$(dirname "$0")/Dockerfile" "$warm" | sha256sum | cut -c1-16)
+fi
 old_id=$(docker image inspect --format '{{.Id}}' "$image" 2>/dev/null || true)
 if [ "$force" = 0 ] && [ -n "$old_id" ]; then
 	old_recipe=$(docker image inspect --format '{{index .Config.Labels "io.selfcode.recipe"}}' "$image" 2>/dev/null || true)
-	if [ "$old_recipe" = "$recipe" ]; then
-		say "$image is built from this recipe ($recipe); nothing to do (use --force to rebuild)"
+	if [ "$old_recipe" = "$recipe" ] || [ "$old_recipe" = "$dockerfile_recipe" ]; then
+		say "$image is built from this recipe ($old_recipe); nothing to do (use --force to rebuild)"
 		exit 0
 	fi
 	say "$image was built from recipe '${old_recipe:-none}', not $recipe: rebuilding"

@@ -3,12 +3,18 @@ package dockertest
 import (
 	"archive/tar"
 	"bytes"
+	"context"
 	"io"
 	"log"
+	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/http/httputil"
+	"os"
 	"os/exec"
+	"regexp"
 	"runtime"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -48,8 +54,9 @@ func UnreachableRegistry(t testing.TB) string {
 }
 
 // Push pushes an image made of layers (a small random one when none are
-// given) for this machine's platform to ref, a reference into Registry.
-func Push(t testing.TB, ref string, env []string, layers ...v1.Layer) {
+// given) for this machine's platform to ref, a reference into Registry, and
+// returns its manifest's digest ("sha256:…").
+func Push(t testing.TB, ref string, env []string, layers ...v1.Layer) string {
 	t.Helper()
 	img := empty.Image
 	if len(layers) == 0 {
@@ -81,6 +88,52 @@ func Push(t testing.TB, ref string, env []string, layers ...v1.Layer) {
 	if err := remote.Write(r, img); err != nil {
 		t.Fatalf("push %s: %v", ref, err)
 	}
+	d, err := img.Digest()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d.String()
+}
+
+// RegistryImage is a small image on a registry served for the test (as a
+// released image is on ghcr.io): the reference names the registry, the
+// image is not on the engine, and whatever pulls it is removed at the end.
+func RegistryImage(t testing.TB) string {
+	t.Helper()
+	ref := Registry(t, nil) + "/selfcode-sandbox-test-" + Suffix() + ":v1"
+	Push(t, ref, nil)
+	RemoveImages(t, ref)
+	return ref
+}
+
+// PushFromEngine pushes the engine's image src to ref, a reference into
+// Registry, through the engine (docker tag, docker push), then drops the
+// name ref again: src keeps its names and its image. The engine remembers
+// the layers it pushed, so a later pull of ref finds them already there
+// and copies nothing.
+func PushFromEngine(t testing.TB, src, ref string) {
+	t.Helper()
+	if out, err := exec.Command("docker", "image", "tag", src, ref).CombinedOutput(); err != nil {
+		t.Fatalf("docker tag %s %s: %v\n%s", src, ref, err, out)
+	}
+	Untag(t, ref)
+	out, err := exec.Command("docker", "image", "push", "--quiet", ref).CombinedOutput()
+	if err != nil {
+		t.Fatalf("docker push %s: %v\n%s", ref, err, out)
+	}
+	if out, err := exec.Command("docker", "image", "rm", ref).CombinedOutput(); err != nil {
+		t.Fatalf("docker image rm %s: %v\n%s", ref, err, out)
+	}
+}
+
+// Untag removes the name ref from the engine when the test ends, if it is
+// there, without --force: an image that has other names keeps them.
+func Untag(t testing.TB, ref string) {
+	t.Cleanup(func() {
+		if ImagePresent(ref) {
+			_ = exec.Command("docker", "image", "rm", ref).Run()
+		}
+	})
 }
 
 // RemoveImages removes the test's own images from the engine when it
@@ -164,4 +217,43 @@ func ImportTiny(t testing.TB, ref string, programs ...string) {
 		t.Fatalf("docker import %s: %v\n%s", ref, err, out)
 	}
 	RemoveImages(t, ref)
+}
+
+// SocketProxy serves, on 127.0.0.1 until the test ends, the Docker engine
+// the environment names (DOCKER_HOST, else the local socket) the way a
+// restricted socket proxy does (Compose's docker-proxy, HAProxy): requests
+// to a refused API section ("distribution", "build"; with or without the
+// /v1.NN prefix) get HAProxy's 403, everything else is passed on. It
+// returns the proxy's DOCKER_HOST value.
+func SocketProxy(t testing.TB, refused ...string) string {
+	t.Helper()
+	engine := os.Getenv("DOCKER_HOST")
+	if engine == "" {
+		engine = "unix:///var/run/docker.sock"
+	}
+	network, addr, ok := strings.Cut(engine, "://")
+	if !ok || (network != "unix" && network != "tcp") {
+		t.Fatalf("SocketProxy: cannot reach DOCKER_HOST %q", engine)
+	}
+	var dialer net.Dialer
+	proxy := &httputil.ReverseProxy{
+		Rewrite: func(r *httputil.ProxyRequest) { r.Out.URL.Scheme, r.Out.URL.Host = "http", "docker" },
+		Transport: &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+			return dialer.DialContext(ctx, network, addr)
+		}},
+		ErrorLog: log.New(io.Discard, "", 0),
+	}
+	version := regexp.MustCompile(`^/v[0-9.]+/`)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		section, _, _ := strings.Cut(strings.TrimPrefix(version.ReplaceAllString(r.URL.Path, "/"), "/"), "/")
+		if slices.Contains(refused, section) {
+			w.Header().Set("Content-Type", "text/html")
+			w.WriteHeader(http.StatusForbidden)
+			io.WriteString(w, "<html><body><h1>403 Forbidden</h1>\nRequest forbidden by administrative rules.\n</body></html>\n")
+			return
+		}
+		proxy.ServeHTTP(w, r)
+	}))
+	t.Cleanup(srv.Close)
+	return "tcp://" + strings.TrimPrefix(srv.URL, "http://")
 }

@@ -1,3 +1,0 @@
-#!/bin/sh
-# The test's warm.sh: proves the build ran it (builtins only).
-echo warmed >/cache/warmed
