@@ -194,7 +194,7 @@ func explicit(c *verify.CommandResult, id testreport.ID) bool {
 	return ok
 }
 
-func hasTests(c *verify.CommandResult) bool { return c.Tests != nil && c.Tests.Len() > 0 }
+func hasTests(c *verify.CommandResult) bool { return c != nil && c.Tests != nil && c.Tests.Len() > 0 }
 
 // label names a test for a person: "TestX (pkg)", after its command's
 // name when that is not the test command everyone expects.

@@ -79,6 +79,17 @@ func TestGrade(t *testing.T) {
 		{"the new test still fails",
 			run(tests("test", "TestOld")), run(tests("test", "TestOld", "!TestNew")), run(tests("test", "TestOld", "!TestNew")), nil,
 			false, nil, nil},
+		// The model adds what infers a new command (a tsconfig.json gives a
+		// type check): a command only one run has is judged, not a crash.
+		{"a command only the result has",
+			run(tests("test", "TestOld")), run(tests("test", "TestOld", "!TestNew")), run(tests("test", "TestOld", "TestNew"), vet(true)), nil,
+			true, []string{"TestNew"}, nil},
+		// The model took away what a command was inferred from (deleted the
+		// tsconfig.json, the build script): a check that passed on the base
+		// no longer passes, so the task is not resolved.
+		{"a command only the base has",
+			run(tests("test", "TestOld"), vet(true)), run(tests("test", "TestOld", "!TestNew"), vet(true)), run(tests("test", "TestOld", "TestNew")), nil,
+			false, []string{"TestNew"}, []string{"command vet"}},
 		{"fixed, but a passing test breaks",
 			run(tests("test", "TestOld")), run(tests("test", "TestOld", "!TestNew")), run(tests("test", "!TestOld", "TestNew")), nil,
 			false, []string{"TestNew"}, []string{"TestOld"}},
