@@ -48,11 +48,14 @@ const (
 )
 
 // forwarder connects to the port argv[1] on the loopback (IPv4, then
-// IPv6), says "ok" on stderr — or "E<errno> <message>" and exits 1 when it
-// cannot — then copies stdin to the connection and the connection to
-// stdout, and exits when either ends: the smoke stage's client never
-// half-closes, so the end of stdin is the end of the connection.
-const forwarder = `import os, socket, sys, threading
+// IPv6), says "ok" on stderr — or "E <errno name> <message>" and exits 1
+// when it cannot — then copies stdin to the connection and the connection
+// to stdout, and exits when either ends: the smoke stage's client never
+// half-closes, so the end of stdin is the end of the connection. The errno
+// goes by its name ("ECONNREFUSED", "-" when there is none), not its
+// number: the number is Linux's, which this process's host need not share
+// (ECONNREFUSED is 111 on Linux, 61 on macOS).
+const forwarder = `import errno, os, socket, sys, threading
 port = int(sys.argv[1])
 err = None
 for host in ("127.0.0.1", "::1"):
@@ -62,7 +65,8 @@ for host in ("127.0.0.1", "::1"):
     except OSError as e:
         err = err or e
 else:
-    sys.stderr.write("E%d %s\n" % (err.errno or 0, err.strerror or err))
+    name = errno.errorcode.get(err.errno, "-") if err.errno else "-"
+    sys.stderr.write("E %s %s\n" % (name, err.strerror or err))
     sys.exit(1)
 s.settimeout(None)
 sys.stderr.write("ok\n")
@@ -257,8 +261,9 @@ func (s *shadow) URL() string {
 }
 
 // Dial opens a connection to the service's port: a forwarder exec in the
-// helper. An error wrapping the connect attempt's errno (ECONNREFUSED, say)
-// is the service's; one wrapping smoke.ErrEngine is the engine's.
+// helper. An error wrapping the connect attempt's errno (this host's
+// syscall.ECONNREFUSED, say) is the service's; one wrapping smoke.ErrEngine
+// is the engine's.
 func (s *shadow) Dial(ctx context.Context) (net.Conn, error) {
 	api := s.m.api
 	created, err := api.ContainerExecCreate(ctx, s.helper, container.ExecOptions{
@@ -293,20 +298,47 @@ func (s *shadow) Dial(ctx context.Context) (net.Conn, error) {
 	}
 }
 
-// dialError reads a forwarder's "E<errno> <message>" (or whatever ended it
-// instead).
+// dialError reads a forwarder's "E <errno name> <message>" (or whatever
+// ended it instead). The errno names a connect attempt ends with become
+// this host's syscall.Errno, so errors.Is(err, syscall.ECONNREFUSED) holds
+// whatever the host's numbering.
 func (s *shadow) dialError(word string) error {
 	what := fmt.Sprintf("connect to port %d in the shadow container", s.port)
-	if rest, ok := strings.CutPrefix(word, "E"); ok {
-		num, msg, _ := strings.Cut(rest, " ")
-		if n, err := strconv.Atoi(num); err == nil && n > 0 {
-			return fmt.Errorf("%s: %w", what, syscall.Errno(n))
+	if rest, ok := strings.CutPrefix(word, "E "); ok {
+		name, msg, _ := strings.Cut(rest, " ")
+		if n, ok := hostErrno(name); ok {
+			return fmt.Errorf("%s: %w", what, n)
+		}
+		if name != "-" && name != "" {
+			msg = strings.TrimSpace(name + ": " + msg)
 		}
 		if msg != "" {
 			return fmt.Errorf("%s: %s", what, msg)
 		}
 	}
 	return fmt.Errorf("%w: %s: the forwarder did not run: %q", smoke.ErrEngine, what, word)
+}
+
+// hostErrno is this host's errno of the given name, for the errors a
+// connect attempt ends with.
+func hostErrno(name string) (syscall.Errno, bool) {
+	switch name {
+	case "ECONNREFUSED":
+		return syscall.ECONNREFUSED, true
+	case "ECONNRESET":
+		return syscall.ECONNRESET, true
+	case "ECONNABORTED":
+		return syscall.ECONNABORTED, true
+	case "ETIMEDOUT":
+		return syscall.ETIMEDOUT, true
+	case "EHOSTUNREACH":
+		return syscall.EHOSTUNREACH, true
+	case "ENETUNREACH":
+		return syscall.ENETUNREACH, true
+	case "EADDRNOTAVAIL":
+		return syscall.EADDRNOTAVAIL, true
+	}
+	return 0, false
 }
 
 func (s *shadow) State(ctx context.Context) (smoke.State, error) {
