@@ -167,7 +167,8 @@ func (m *Manager) shadowConfig(spec smoke.RunSpec, helper string) (*container.Co
 
 // startHelper starts a helper container of the sandbox image with network
 // none, locked down like a job container, asleep until deadline (the
-// engine removes it then, if nothing did before), and returns its ID.
+// engine removes it then, if nothing did before), and returns its ID. An
+// empty jobID is the probe's (startProbeHelper).
 func (m *Manager) startHelper(ctx context.Context, jobID string, deadline time.Time) (string, error) {
 	if deadline.IsZero() {
 		deadline = time.Now().Add(m.opts.Limits.JobTimeout)
@@ -185,7 +186,11 @@ func (m *Manager) startHelper(ctx context.Context, jobID string, deadline time.T
 	host := m.lockedDown(network.NetworkNone)
 	res := m.resources()
 	host.Resources = container.Resources{Memory: mem, MemorySwap: mem, NanoCPUs: res.NanoCPUs, PidsLimit: &pids, Ulimits: res.Ulimits}
-	name := "selfcode-smoke-helper-" + nameSafe(jobID) + "-" + randomHex(4)
+	owner := nameSafe(jobID)
+	if jobID == "" {
+		owner = "probe"
+	}
+	name := "selfcode-smoke-helper-" + owner + "-" + randomHex(4)
 	m.creating.RLock()
 	created, err := m.api.ContainerCreate(ctx, cfg, host, nil, nil, name)
 	if err == nil {
@@ -223,7 +228,7 @@ func (m *Manager) removeContainer(ctx context.Context, id string) error {
 // probeShadow checks that a helper starts and its forwarder runs: asked for
 // a port nothing listens on, it must say the connection was refused.
 func (m *Manager) probeShadow(ctx context.Context) error {
-	helper, err := m.startHelper(ctx, "probe", time.Now().Add(time.Minute))
+	helper, err := m.startProbeHelper(ctx)
 	if err != nil {
 		return fmt.Errorf("the smoke stage cannot start its helper container: %w", err)
 	}
@@ -242,6 +247,16 @@ func (m *Manager) probeShadow(ctx context.Context) error {
 		return fmt.Errorf("the smoke stage cannot reach a shadow container through its helper (the sandbox image %s runs the forwarder with python3): %w", m.opts.Image, err)
 	}
 	return nil
+}
+
+// startProbeHelper starts probeShadow's helper. It belongs to no job: its
+// job label is empty, which the reaper never asks the job store about (a
+// job ID such as "probe" would be unknown to the store, so ended, and the
+// periodic reaper would remove the helper mid-probe). Like any smoke
+// object it stays while this Manager owns it, and goes as an orphan or
+// past its deadline otherwise.
+func (m *Manager) startProbeHelper(ctx context.Context) (string, error) {
+	return m.startHelper(ctx, "", time.Now().Add(time.Minute))
 }
 
 // shadow is a running shadow container and its helper.
