@@ -92,6 +92,7 @@ fuzz:
 	$(GO) test ./internal/dockerfile -run XXX -fuzz FuzzBaseImages -fuzztime $(FUZZTIME)
 	$(GO) test ./app/sandbox -run XXX -fuzz FuzzParseCgroupLimits -fuzztime $(FUZZTIME)
 	$(GO) test ./app/sandbox -run XXX -fuzz FuzzReadBuild -fuzztime $(FUZZTIME)
+	$(GO) test ./app/sandbox -run XXX -fuzz FuzzListenAddrs -fuzztime $(FUZZTIME)
 
 # Issue 14's figures first: the sample one-line job cold and warm (Docker),
 # and intake over HTTP against a minimal reference intake.

@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -268,6 +269,9 @@ type shadow struct {
 	jobID  string
 	once   sync.Once
 	err    error
+	// exposed: the service was found listening beyond its loopback
+	// (checkExposed).
+	exposed atomic.Bool
 }
 
 // URL names the service as the forwarder reaches it.
@@ -278,7 +282,8 @@ func (s *shadow) URL() string {
 // Dial opens a connection to the service's port: a forwarder exec in the
 // helper. An error wrapping the connect attempt's errno (this host's
 // syscall.ECONNREFUSED, say) is the service's; one wrapping smoke.ErrEngine
-// is the engine's.
+// is the engine's; a *smoke.Failure says the service listens where nothing
+// outside its container reaches it (checkExposed).
 func (s *shadow) Dial(ctx context.Context) (net.Conn, error) {
 	api := s.m.api
 	created, err := api.ContainerExecCreate(ctx, s.helper, container.ExecOptions{
@@ -299,11 +304,15 @@ func (s *shadow) Dial(ctx context.Context) (net.Conn, error) {
 	defer timer.Stop()
 	select {
 	case word := <-c.word:
-		if word == "ok" {
-			return c, nil
+		if word != "ok" {
+			c.Close()
+			return nil, s.dialError(word)
 		}
-		c.Close()
-		return nil, s.dialError(word)
+		if err := s.checkExposed(ctx); err != nil {
+			c.Close()
+			return nil, err
+		}
+		return c, nil
 	case <-ctx.Done():
 		c.Close()
 		return nil, ctx.Err()
@@ -311,6 +320,76 @@ func (s *shadow) Dial(ctx context.Context) (net.Conn, error) {
 		c.Close()
 		return nil, fmt.Errorf("%w: the forwarder to the shadow container said nothing for %s", smoke.ErrEngine, dialLimit)
 	}
+}
+
+// checkExposed fails with a *smoke.Failure when the service listens on
+// its port on a loopback address only. The forwarder reaches it anyway, over
+// the loopback the helper shares, but nothing outside its container would:
+// a published port leads to the container's own interface, not its
+// loopback. The helper lists the sockets of the namespace it shares with
+// the shadow (/proc/net/tcp and tcp6). Once the listener is found reachable
+// (or cannot be seen) later connections skip the check.
+func (s *shadow) checkExposed(ctx context.Context) error {
+	if s.exposed.Load() {
+		return nil
+	}
+	table, err := s.listenTable(ctx)
+	if err != nil {
+		return fmt.Errorf("%w: list the shadow container's listening sockets: %w", smoke.ErrEngine, err)
+	}
+	addrs := listenAddrs(table, s.port)
+	if !loopbackOnly(addrs) {
+		s.exposed.Store(true)
+		return nil
+	}
+	var names []string
+	for _, a := range addrs {
+		names = append(names, a.String())
+	}
+	slices.Sort(names)
+	return &smoke.Failure{Reason: fmt.Sprintf("port %d: the service listens on %s only: unreachable from outside its container (a published port reaches its network interface, not its loopback); make it listen on all interfaces (0.0.0.0 or ::)",
+		s.port, strings.Join(slices.Compact(names), " and "))}
+}
+
+// maxTableBytes bounds the socket tables read.
+const maxTableBytes = 1 << 20
+
+// listenTable is the text of /proc/net/tcp and /proc/net/tcp6 in the helper
+// (a file the kernel lacks, without IPv6, is left out).
+func (s *shadow) listenTable(ctx context.Context) (string, error) {
+	ctx, cancel := context.WithTimeout(ctx, dialLimit)
+	defer cancel()
+	api := s.m.api
+	created, err := api.ContainerExecCreate(ctx, s.helper, container.ExecOptions{
+		Cmd:          []string{"cat", "/proc/net/tcp", "/proc/net/tcp6"},
+		AttachStdout: true,
+		AttachStderr: true,
+	})
+	if err != nil {
+		return "", err
+	}
+	hj, err := api.ContainerExecAttach(ctx, created.ID, container.ExecAttachOptions{})
+	if err != nil {
+		return "", err
+	}
+	defer hj.Close()
+	var out bytes.Buffer
+	copied := make(chan error, 1)
+	go func() {
+		_, err := stdcopy.StdCopy(&out, io.Discard, io.LimitReader(hj.Reader, maxTableBytes))
+		copied <- err
+	}()
+	select {
+	case err = <-copied:
+	case <-ctx.Done():
+		hj.Close()
+		<-copied
+		return "", ctx.Err()
+	}
+	if err != nil && out.Len() == 0 {
+		return "", err
+	}
+	return out.String(), nil
 }
 
 // dialError reads a forwarder's "E <errno name> <message>" (or whatever

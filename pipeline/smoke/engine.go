@@ -92,7 +92,9 @@ type Shadow interface {
 	// URL is the service's base URL as requests name it
 	// ("http://localhost:8080"); they go over connections from Dial.
 	URL() string
-	// Dial opens a connection to the service's port in the container.
+	// Dial opens a connection to the service's port in the container. A
+	// *Failure says the service cannot be reached as configured (it
+	// listens on its loopback only, say): the stage fails at once.
 	Dial(ctx context.Context) (net.Conn, error)
 	// State says whether the container still runs, and how it ended.
 	State(ctx context.Context) (State, error)

@@ -227,9 +227,13 @@ func (r *runner) health(sh Shadow, cfg repoconfig.Smoke) (exited *State, err err
 		actx, acancel := context.WithTimeout(ctx, probeTimeout)
 		status, body, perr := r.get(actx, http.MethodGet, url)
 		acancel()
+		var f *Failure
 		switch {
 		case perr != nil && errors.Is(perr, ErrEngine) && r.stage.Err() == nil:
 			return nil, perr
+		case perr != nil && errors.As(perr, &f):
+			// The service cannot serve as configured: waiting changes nothing.
+			return nil, f
 		case perr == nil && status == cfg.Health.Status:
 			return nil, nil
 		case perr == nil:
