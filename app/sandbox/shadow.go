@@ -488,26 +488,49 @@ func (s *shadow) Close(ctx context.Context) error {
 
 // execConn is a connection through a forwarder exec: what is written goes
 // to its stdin; what is read comes from its stdout, taken apart from its
-// stderr, whose first line (word) says whether it connected.
+// stderr, whose first line (word) says whether it connected. A goroutine
+// demultiplexes the exec's stream into an in-memory pipe, and reads (and
+// read deadlines) are on that pipe: a deadline on the exec's connection
+// itself would end the goroutine's read, and with it the connection, for
+// good. Writes, and write deadlines, go to the exec's connection.
 type execConn struct {
 	hj   types.HijackedResponse
-	out  *io.PipeReader
+	out  net.Conn // the pipe's reading end
 	word chan string
+
+	mu  sync.Mutex
+	err error // what ended the stream other than its end
 }
 
 func newExecConn(hj types.HijackedResponse) *execConn {
-	outR, outW := io.Pipe()
+	outR, outW := net.Pipe()
 	c := &execConn{hj: hj, out: outR, word: make(chan string, 1)}
 	stderr := &firstLine{word: c.word}
 	go func() {
 		_, err := stdcopy.StdCopy(outW, stderr, hj.Reader)
 		stderr.end()
-		outW.CloseWithError(err) // nil: EOF
+		c.mu.Lock()
+		c.err = err
+		c.mu.Unlock()
+		outW.Close()
 	}()
 	return c
 }
 
-func (c *execConn) Read(p []byte) (int, error)  { return c.out.Read(p) }
+// Read reads the forwarder's stdout; its end is io.EOF, or the error that
+// broke the exec's stream.
+func (c *execConn) Read(p []byte) (int, error) {
+	n, err := c.out.Read(p)
+	if err == io.EOF {
+		c.mu.Lock()
+		if c.err != nil {
+			err = c.err
+		}
+		c.mu.Unlock()
+	}
+	return n, err
+}
+
 func (c *execConn) Write(p []byte) (int, error) { return c.hj.Conn.Write(p) }
 
 // Close ends the exec's stdin (the forwarder exits) and the stream.
@@ -516,10 +539,14 @@ func (c *execConn) Close() error {
 	return c.out.Close()
 }
 
-func (c *execConn) LocalAddr() net.Addr                { return c.hj.Conn.LocalAddr() }
-func (c *execConn) RemoteAddr() net.Addr               { return c.hj.Conn.RemoteAddr() }
-func (c *execConn) SetDeadline(t time.Time) error      { return c.hj.Conn.SetDeadline(t) }
-func (c *execConn) SetReadDeadline(t time.Time) error  { return c.hj.Conn.SetReadDeadline(t) }
+func (c *execConn) LocalAddr() net.Addr  { return c.hj.Conn.LocalAddr() }
+func (c *execConn) RemoteAddr() net.Addr { return c.hj.Conn.RemoteAddr() }
+
+func (c *execConn) SetDeadline(t time.Time) error {
+	return errors.Join(c.SetReadDeadline(t), c.SetWriteDeadline(t))
+}
+
+func (c *execConn) SetReadDeadline(t time.Time) error  { return c.out.SetReadDeadline(t) }
 func (c *execConn) SetWriteDeadline(t time.Time) error { return c.hj.Conn.SetWriteDeadline(t) }
 
 // maxWordBytes bounds the forwarder's first stderr line kept.
