@@ -83,7 +83,8 @@ type RunSpec struct {
 	Port     int
 	Env      map[string]string
 	ReadOnly bool
-	// Deadline labels the container and its network, for reaping.
+	// Deadline labels the container (and whatever the engine starts
+	// beside it, a helper), for reaping.
 	Deadline time.Time
 }
 
@@ -100,7 +101,8 @@ type Shadow interface {
 	State(ctx context.Context) (State, error)
 	// Logs returns the container's last lines of output.
 	Logs(ctx context.Context, lines int) (string, error)
-	// Close removes the container and its network.
+	// Close removes the container and whatever the engine started
+	// beside it (a helper).
 	Close(ctx context.Context) error
 }
 

@@ -49,7 +49,7 @@ type Spec struct {
 // Run runs the stage on eng: image build, container start, health, then
 // each request. It returns one result per step that ran (a step after a
 // failing one does not run); a step the engine could not run has Error
-// set. The container, its network and the image are removed before Run
+// set. The container (with its helper) and the image are removed before Run
 // returns, whatever happened. The error is ctx's when the job ended.
 func Run(ctx context.Context, eng Engine, spec Spec) ([]verify.CommandResult, error) {
 	cfg := spec.Config
