@@ -99,6 +99,8 @@ type Options struct {
 	// Shell runs the offline script; default "bash".
 	Shell string
 	// Environ is the offline script's environment; default os.Environ().
+	// The script's docker CLI is pointed at this Builder's engine with
+	// DOCKER_HOST when Environ sets none.
 	Environ []string
 }
 
@@ -309,15 +311,23 @@ func isDigest(ref string) bool {
 // recipeHash is the io.selfcode.recipe label of a Dockerfile build: what
 // the Dockerfile and warm.sh hash to.
 func recipeHash(recipe fs.FS) (string, error) {
+	h, err := hashFiles(recipe, "", Dockerfile, WarmScript)
+	return "dockerfile-" + h, err
+}
+
+// hashFiles is the first 16 hex digits of the SHA-256 of the named files
+// of recipe, one after the other, followed by tail.
+func hashFiles(recipe fs.FS, tail string, names ...string) (string, error) {
 	h := sha256.New()
-	for _, name := range []string{Dockerfile, WarmScript} {
+	for _, name := range names {
 		data, err := fs.ReadFile(recipe, name)
 		if err != nil {
 			return "", fmt.Errorf("read the recipe: %w", err)
 		}
 		h.Write(data)
 	}
-	return "dockerfile-" + hex.EncodeToString(h.Sum(nil))[:16], nil
+	io.WriteString(h, tail)
+	return hex.EncodeToString(h.Sum(nil))[:16], nil
 }
 
 func shortID(id string) string {

@@ -33,7 +33,7 @@ func (b *Builder) offline(ctx context.Context) error {
 		args = append(args, "--force")
 	}
 	cmd := exec.CommandContext(ctx, b.opts.Shell, args...)
-	cmd.Env = b.opts.Environ
+	cmd.Env = b.scriptEnviron()
 	cmd.Stdout, cmd.Stderr = b.opts.Progress, b.opts.Progress
 	if err := cmd.Run(); err != nil {
 		return fmt.Errorf("%w offline (build-offline.sh): %w", ErrCannotBuild, err)

@@ -208,8 +208,8 @@ func (m *Manager) Describe(ctx context.Context) (EngineInfo, error) {
 	return e, nil
 }
 
-// Reap removes containers, work volumes and the smoke stage's networks and
-// images labelled with this instance that this Manager did not make (a
+// Reap removes containers, work volumes and the smoke stage's images (and
+// networks, which earlier versions made) labelled with this instance that this Manager did not make (a
 // crashed predecessor's), and those of any instance whose deadline has
 // passed. It returns how many it removed.
 func (m *Manager) Reap(ctx context.Context) (int, error) {

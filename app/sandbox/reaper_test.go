@@ -131,3 +131,31 @@ func TestReaperRemovesTheSandboxOfAJobThatNoLongerRuns(t *testing.T) {
 		t.Error("the repository's idle cache volume was reaped")
 	}
 }
+
+// The smoke stage's probe (Available) starts a helper container that
+// belongs to no job: a periodic reaper pass that runs meanwhile, asking
+// the job store about the jobs of the containers it finds, leaves it
+// alone, whatever the store says.
+func TestReaperLeavesTheSmokeProbesHelperAlone(t *testing.T) {
+	m, api := newManager(t, Limits{})
+	cleanupInstance(t, m.opts.Instance)
+	ctx := context.Background()
+	helper, err := m.startProbeHelper(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { m.removeContainer(context.Background(), helper) })
+	// The store knows no job at all: every job it is asked about has ended.
+	book := &jobBook{running: map[string]bool{}}
+	count := &reapCount{n: map[string]int{}}
+	if n, err := m.reap(ctx, reapPass{jobs: book, obs: count}); err != nil || n != 0 {
+		t.Errorf("a pass during the probe removed %d (%v): %v", n, err, count.n)
+	}
+	if _, err := api.ContainerInspect(ctx, helper); err != nil {
+		t.Fatalf("the probe's helper was reaped mid-probe: %v", err)
+	}
+	if err := m.removeContainer(ctx, helper); err != nil {
+		t.Fatal(err)
+	}
+	waitGone(t, api, helper, time.Minute)
+}

@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -48,11 +49,14 @@ const (
 )
 
 // forwarder connects to the port argv[1] on the loopback (IPv4, then
-// IPv6), says "ok" on stderr — or "E<errno> <message>" and exits 1 when it
-// cannot — then copies stdin to the connection and the connection to
-// stdout, and exits when either ends: the smoke stage's client never
-// half-closes, so the end of stdin is the end of the connection.
-const forwarder = `import os, socket, sys, threading
+// IPv6), says "ok" on stderr — or "E <errno name> <message>" and exits 1
+// when it cannot — then copies stdin to the connection and the connection
+// to stdout, and exits when either ends: the smoke stage's client never
+// half-closes, so the end of stdin is the end of the connection. The errno
+// goes by its name ("ECONNREFUSED", "-" when there is none), not its
+// number: the number is Linux's, which this process's host need not share
+// (ECONNREFUSED is 111 on Linux, 61 on macOS).
+const forwarder = `import errno, os, socket, sys, threading
 port = int(sys.argv[1])
 err = None
 for host in ("127.0.0.1", "::1"):
@@ -62,7 +66,8 @@ for host in ("127.0.0.1", "::1"):
     except OSError as e:
         err = err or e
 else:
-    sys.stderr.write("E%d %s\n" % (err.errno or 0, err.strerror or err))
+    name = errno.errorcode.get(err.errno, "-") if err.errno else "-"
+    sys.stderr.write("E %s %s\n" % (name, err.strerror or err))
     sys.exit(1)
 s.settimeout(None)
 sys.stderr.write("ok\n")
@@ -163,7 +168,8 @@ func (m *Manager) shadowConfig(spec smoke.RunSpec, helper string) (*container.Co
 
 // startHelper starts a helper container of the sandbox image with network
 // none, locked down like a job container, asleep until deadline (the
-// engine removes it then, if nothing did before), and returns its ID.
+// engine removes it then, if nothing did before), and returns its ID. An
+// empty jobID is the probe's (startProbeHelper).
 func (m *Manager) startHelper(ctx context.Context, jobID string, deadline time.Time) (string, error) {
 	if deadline.IsZero() {
 		deadline = time.Now().Add(m.opts.Limits.JobTimeout)
@@ -181,7 +187,11 @@ func (m *Manager) startHelper(ctx context.Context, jobID string, deadline time.T
 	host := m.lockedDown(network.NetworkNone)
 	res := m.resources()
 	host.Resources = container.Resources{Memory: mem, MemorySwap: mem, NanoCPUs: res.NanoCPUs, PidsLimit: &pids, Ulimits: res.Ulimits}
-	name := "selfcode-smoke-helper-" + nameSafe(jobID) + "-" + randomHex(4)
+	owner := nameSafe(jobID)
+	if jobID == "" {
+		owner = "probe"
+	}
+	name := "selfcode-smoke-helper-" + owner + "-" + randomHex(4)
 	m.creating.RLock()
 	created, err := m.api.ContainerCreate(ctx, cfg, host, nil, nil, name)
 	if err == nil {
@@ -219,7 +229,7 @@ func (m *Manager) removeContainer(ctx context.Context, id string) error {
 // probeShadow checks that a helper starts and its forwarder runs: asked for
 // a port nothing listens on, it must say the connection was refused.
 func (m *Manager) probeShadow(ctx context.Context) error {
-	helper, err := m.startHelper(ctx, "probe", time.Now().Add(time.Minute))
+	helper, err := m.startProbeHelper(ctx)
 	if err != nil {
 		return fmt.Errorf("the smoke stage cannot start its helper container: %w", err)
 	}
@@ -240,6 +250,16 @@ func (m *Manager) probeShadow(ctx context.Context) error {
 	return nil
 }
 
+// startProbeHelper starts probeShadow's helper. It belongs to no job: its
+// job label is empty, which the reaper never asks the job store about (a
+// job ID such as "probe" would be unknown to the store, so ended, and the
+// periodic reaper would remove the helper mid-probe). Like any smoke
+// object it stays while this Manager owns it, and goes as an orphan or
+// past its deadline otherwise.
+func (m *Manager) startProbeHelper(ctx context.Context) (string, error) {
+	return m.startHelper(ctx, "", time.Now().Add(time.Minute))
+}
+
 // shadow is a running shadow container and its helper.
 type shadow struct {
 	m      *Manager
@@ -249,6 +269,9 @@ type shadow struct {
 	jobID  string
 	once   sync.Once
 	err    error
+	// exposed: the service was found listening beyond its loopback
+	// (checkExposed).
+	exposed atomic.Bool
 }
 
 // URL names the service as the forwarder reaches it.
@@ -257,8 +280,10 @@ func (s *shadow) URL() string {
 }
 
 // Dial opens a connection to the service's port: a forwarder exec in the
-// helper. An error wrapping the connect attempt's errno (ECONNREFUSED, say)
-// is the service's; one wrapping smoke.ErrEngine is the engine's.
+// helper. An error wrapping the connect attempt's errno (this host's
+// syscall.ECONNREFUSED, say) is the service's; one wrapping smoke.ErrEngine
+// is the engine's; a *smoke.Failure says the service listens where nothing
+// outside its container reaches it (checkExposed).
 func (s *shadow) Dial(ctx context.Context) (net.Conn, error) {
 	api := s.m.api
 	created, err := api.ContainerExecCreate(ctx, s.helper, container.ExecOptions{
@@ -279,11 +304,15 @@ func (s *shadow) Dial(ctx context.Context) (net.Conn, error) {
 	defer timer.Stop()
 	select {
 	case word := <-c.word:
-		if word == "ok" {
-			return c, nil
+		if word != "ok" {
+			c.Close()
+			return nil, s.dialError(word)
 		}
-		c.Close()
-		return nil, s.dialError(word)
+		if err := s.checkExposed(ctx); err != nil {
+			c.Close()
+			return nil, err
+		}
+		return c, nil
 	case <-ctx.Done():
 		c.Close()
 		return nil, ctx.Err()
@@ -293,20 +322,117 @@ func (s *shadow) Dial(ctx context.Context) (net.Conn, error) {
 	}
 }
 
-// dialError reads a forwarder's "E<errno> <message>" (or whatever ended it
-// instead).
+// checkExposed fails with a *smoke.Failure when the service listens on
+// its port on a loopback address only. The forwarder reaches it anyway, over
+// the loopback the helper shares, but nothing outside its container would:
+// a published port leads to the container's own interface, not its
+// loopback. The helper lists the sockets of the namespace it shares with
+// the shadow (/proc/net/tcp and tcp6). Once the listener is found reachable
+// (or cannot be seen) later connections skip the check.
+func (s *shadow) checkExposed(ctx context.Context) error {
+	if s.exposed.Load() {
+		return nil
+	}
+	table, err := s.listenTable(ctx)
+	if err != nil {
+		return fmt.Errorf("%w: list the shadow container's listening sockets: %w", smoke.ErrEngine, err)
+	}
+	addrs := listenAddrs(table, s.port)
+	if !loopbackOnly(addrs) {
+		s.exposed.Store(true)
+		return nil
+	}
+	var names []string
+	for _, a := range addrs {
+		names = append(names, a.String())
+	}
+	slices.Sort(names)
+	return &smoke.Failure{Reason: fmt.Sprintf("port %d: the service listens on %s only: unreachable from outside its container (a published port reaches its network interface, not its loopback); make it listen on all interfaces (0.0.0.0 or ::)",
+		s.port, strings.Join(slices.Compact(names), " and "))}
+}
+
+// maxTableBytes bounds the socket tables read.
+const maxTableBytes = 1 << 20
+
+// listenTable is the text of /proc/net/tcp and /proc/net/tcp6 in the helper
+// (a file the kernel lacks, without IPv6, is left out).
+func (s *shadow) listenTable(ctx context.Context) (string, error) {
+	ctx, cancel := context.WithTimeout(ctx, dialLimit)
+	defer cancel()
+	api := s.m.api
+	created, err := api.ContainerExecCreate(ctx, s.helper, container.ExecOptions{
+		Cmd:          []string{"cat", "/proc/net/tcp", "/proc/net/tcp6"},
+		AttachStdout: true,
+		AttachStderr: true,
+	})
+	if err != nil {
+		return "", err
+	}
+	hj, err := api.ContainerExecAttach(ctx, created.ID, container.ExecAttachOptions{})
+	if err != nil {
+		return "", err
+	}
+	defer hj.Close()
+	var out bytes.Buffer
+	copied := make(chan error, 1)
+	go func() {
+		_, err := stdcopy.StdCopy(&out, io.Discard, io.LimitReader(hj.Reader, maxTableBytes))
+		copied <- err
+	}()
+	select {
+	case err = <-copied:
+	case <-ctx.Done():
+		hj.Close()
+		<-copied
+		return "", ctx.Err()
+	}
+	if err != nil && out.Len() == 0 {
+		return "", err
+	}
+	return out.String(), nil
+}
+
+// dialError reads a forwarder's "E <errno name> <message>" (or whatever
+// ended it instead). The errno names a connect attempt ends with become
+// this host's syscall.Errno, so errors.Is(err, syscall.ECONNREFUSED) holds
+// whatever the host's numbering.
 func (s *shadow) dialError(word string) error {
 	what := fmt.Sprintf("connect to port %d in the shadow container", s.port)
-	if rest, ok := strings.CutPrefix(word, "E"); ok {
-		num, msg, _ := strings.Cut(rest, " ")
-		if n, err := strconv.Atoi(num); err == nil && n > 0 {
-			return fmt.Errorf("%s: %w", what, syscall.Errno(n))
+	if rest, ok := strings.CutPrefix(word, "E "); ok {
+		name, msg, _ := strings.Cut(rest, " ")
+		if n, ok := hostErrno(name); ok {
+			return fmt.Errorf("%s: %w", what, n)
+		}
+		if name != "-" && name != "" {
+			msg = strings.TrimSpace(name + ": " + msg)
 		}
 		if msg != "" {
 			return fmt.Errorf("%s: %s", what, msg)
 		}
 	}
 	return fmt.Errorf("%w: %s: the forwarder did not run: %q", smoke.ErrEngine, what, word)
+}
+
+// hostErrno is this host's errno of the given name, for the errors a
+// connect attempt ends with.
+func hostErrno(name string) (syscall.Errno, bool) {
+	switch name {
+	case "ECONNREFUSED":
+		return syscall.ECONNREFUSED, true
+	case "ECONNRESET":
+		return syscall.ECONNRESET, true
+	case "ECONNABORTED":
+		return syscall.ECONNABORTED, true
+	case "ETIMEDOUT":
+		return syscall.ETIMEDOUT, true
+	case "EHOSTUNREACH":
+		return syscall.EHOSTUNREACH, true
+	case "ENETUNREACH":
+		return syscall.ENETUNREACH, true
+	case "EADDRNOTAVAIL":
+		return syscall.EADDRNOTAVAIL, true
+	}
+	return 0, false
 }
 
 func (s *shadow) State(ctx context.Context) (smoke.State, error) {
@@ -362,26 +488,49 @@ func (s *shadow) Close(ctx context.Context) error {
 
 // execConn is a connection through a forwarder exec: what is written goes
 // to its stdin; what is read comes from its stdout, taken apart from its
-// stderr, whose first line (word) says whether it connected.
+// stderr, whose first line (word) says whether it connected. A goroutine
+// demultiplexes the exec's stream into an in-memory pipe, and reads (and
+// read deadlines) are on that pipe: a deadline on the exec's connection
+// itself would end the goroutine's read, and with it the connection, for
+// good. Writes, and write deadlines, go to the exec's connection.
 type execConn struct {
 	hj   types.HijackedResponse
-	out  *io.PipeReader
+	out  net.Conn // the pipe's reading end
 	word chan string
+
+	mu  sync.Mutex
+	err error // what ended the stream other than its end
 }
 
 func newExecConn(hj types.HijackedResponse) *execConn {
-	outR, outW := io.Pipe()
+	outR, outW := net.Pipe()
 	c := &execConn{hj: hj, out: outR, word: make(chan string, 1)}
 	stderr := &firstLine{word: c.word}
 	go func() {
 		_, err := stdcopy.StdCopy(outW, stderr, hj.Reader)
 		stderr.end()
-		outW.CloseWithError(err) // nil: EOF
+		c.mu.Lock()
+		c.err = err
+		c.mu.Unlock()
+		outW.Close()
 	}()
 	return c
 }
 
-func (c *execConn) Read(p []byte) (int, error)  { return c.out.Read(p) }
+// Read reads the forwarder's stdout; its end is io.EOF, or the error that
+// broke the exec's stream.
+func (c *execConn) Read(p []byte) (int, error) {
+	n, err := c.out.Read(p)
+	if err == io.EOF {
+		c.mu.Lock()
+		if c.err != nil {
+			err = c.err
+		}
+		c.mu.Unlock()
+	}
+	return n, err
+}
+
 func (c *execConn) Write(p []byte) (int, error) { return c.hj.Conn.Write(p) }
 
 // Close ends the exec's stdin (the forwarder exits) and the stream.
@@ -390,10 +539,14 @@ func (c *execConn) Close() error {
 	return c.out.Close()
 }
 
-func (c *execConn) LocalAddr() net.Addr                { return c.hj.Conn.LocalAddr() }
-func (c *execConn) RemoteAddr() net.Addr               { return c.hj.Conn.RemoteAddr() }
-func (c *execConn) SetDeadline(t time.Time) error      { return c.hj.Conn.SetDeadline(t) }
-func (c *execConn) SetReadDeadline(t time.Time) error  { return c.hj.Conn.SetReadDeadline(t) }
+func (c *execConn) LocalAddr() net.Addr  { return c.hj.Conn.LocalAddr() }
+func (c *execConn) RemoteAddr() net.Addr { return c.hj.Conn.RemoteAddr() }
+
+func (c *execConn) SetDeadline(t time.Time) error {
+	return errors.Join(c.SetReadDeadline(t), c.SetWriteDeadline(t))
+}
+
+func (c *execConn) SetReadDeadline(t time.Time) error  { return c.out.SetReadDeadline(t) }
 func (c *execConn) SetWriteDeadline(t time.Time) error { return c.hj.Conn.SetWriteDeadline(t) }
 
 // maxWordBytes bounds the forwarder's first stderr line kept.

@@ -355,8 +355,9 @@ func cutLast(s, sep string) (before, after string, found bool) {
 	return s, "", false
 }
 
-// smokeLabels are the labels of the containers and networks the smoke
-// stage makes: those of job containers, so the same reaper finds them.
+// smokeLabels are the labels of the containers the smoke stage makes
+// (shadows and their helpers): those of job containers, so the same reaper
+// finds them.
 func (m *Manager) smokeLabels(jobID string, deadline time.Time) map[string]string {
 	if deadline.IsZero() {
 		deadline = time.Now().Add(m.opts.Limits.JobTimeout)

@@ -385,6 +385,34 @@ func TestSmokeShadow(t *testing.T) {
 		}
 	})
 
+	t.Run("a service listening on its loopback only fails, saying so", func(t *testing.T) {
+		// The forwarder reaches it over the loopback its helper shares;
+		// a published port would not.
+		sh, err := b.Start(ctx, smoke.RunSpec{JobID: "loopback", Image: img, Port: 8080, Env: map[string]string{"PROBE_LISTEN": "127.0.0.1:8080"},
+			ReadOnly: true, Deadline: time.Now().Add(5 * time.Minute)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer sh.Close(ctx)
+		var f *smoke.Failure
+		poll.Until(t, "the loopback-only service to be judged", time.Minute, func() bool {
+			conn, err := sh.Dial(ctx)
+			switch {
+			case err == nil:
+				conn.Close()
+				t.Fatal("a service listening on 127.0.0.1 only was reached")
+			case errors.As(err, &f):
+				return true
+			case !errors.Is(err, syscall.ECONNREFUSED):
+				t.Fatalf("Dial: %v", err)
+			}
+			return false // not listening yet
+		})
+		if want := "port 8080: the service listens on 127.0.0.1 only: unreachable from outside its container"; !strings.Contains(f.Reason, want) {
+			t.Errorf("reason %q, want it to hold %q", f.Reason, want)
+		}
+	})
+
 	t.Run("a crashed run's containers and image are reaped at the next start", func(t *testing.T) {
 		instance := "test-" + randomHex(4)
 		cleanupInstance(t, instance)

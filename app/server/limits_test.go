@@ -99,11 +99,12 @@ func editorResumes(t *testing.T, e *e2e.Harness) func() string {
 
 // retryResumes comments `/selfcode retry` on issue, whose job j stopped at
 // a limit with its work on the draft pr, and checks that the same job
-// resumes from the saved work: its run is told which limit stopped the
-// last one (told returns what the retry's run was told, and is
-// returned), its commit goes on top of the saved one, and the pull
-// request is no longer marked unfinished. It returns the retried job.
-func retryResumes(t *testing.T, e *e2e.Harness, issue int, j *job.Job, pr fakegithub.PullRequest, told func() string) (*job.Job, string) {
+// resumes from the saved work and ends with the outcome want (a retry that
+// errors does not pass): its run is told which limit stopped the last one
+// (told returns what the retry's run was told, and is returned), its
+// commit goes on top of the saved one, and the pull request is no longer
+// marked unfinished. It returns the retried job.
+func retryResumes(t *testing.T, e *e2e.Harness, issue int, j *job.Job, pr fakegithub.PullRequest, want job.Outcome, told func() string) (*job.Job, string) {
 	t.Helper()
 	limit := j.Stop
 	saved, err := e.GitHub.BranchSHA(owner, repoName, pr.Head)
@@ -117,8 +118,8 @@ func retryResumes(t *testing.T, e *e2e.Harness, issue int, j *job.Job, pr fakegi
 	e.Wait(out["job_id"].(string))
 	e.Eventually("the retried job to end", func() bool { j := e.Job(j.ID); return j.Attempts > 0 && j.State.Terminal() })
 	j = e.Job(j.ID)
-	if j.Outcome == job.OutcomeLimitReached || j.Stop != "" {
-		t.Fatalf("retried job %s %s stop %q %q\n%s", j.State, j.Outcome, j.Stop, j.Error, e.Logs())
+	if j.Outcome != want || j.Stop != "" {
+		t.Fatalf("retried job %s %s (want %s) stop %q %q\n%s", j.State, j.Outcome, want, j.Stop, j.Error, e.Logs())
 	}
 	said := told()
 	if !strings.Contains(said, limit.Describe()) {
@@ -221,10 +222,7 @@ func TestTokenLimitMidRunAndRetryResumes(t *testing.T) {
 	}
 
 	// Retry: the same job resumes from the saved work.
-	j, prompt := retryResumes(t, e, issue, j, pr, editorResumes(t, e))
-	if j.Outcome != job.OutcomeUnverified {
-		t.Fatalf("retried job %s %s %q", j.State, j.Outcome, j.Error)
-	}
+	_, prompt := retryResumes(t, e, issue, j, pr, job.OutcomeUnverified, editorResumes(t, e))
 	for _, want := range []string{
 		"continues an earlier run that stopped at the job's token limit (limits.max_tokens)",
 		"Files changed so far: greet.go", "Steps done:\n- 1. Greet the world", "Steps left:\n- 2. Test the greeting",
@@ -271,7 +269,7 @@ func TestDailyTokenBudgetMidRun(t *testing.T) {
 		t.Fatalf("the day counts %d tokens, want 1260", u.Tokens)
 	}
 	nextDay(clk)
-	retryResumes(t, e, issue, j, pr, editorResumes(t, e))
+	retryResumes(t, e, issue, j, pr, job.OutcomeUnverified, editorResumes(t, e))
 }
 
 // TestDailyCostBudgetMidRun: the installation's dollars for the day, from
@@ -303,7 +301,7 @@ func TestDailyCostBudgetMidRun(t *testing.T) {
 			strings.Contains(string(body), "selfcode_job_cost_dollars_count 1")
 	})
 	nextDay(clk)
-	retryResumes(t, e, issue, j, pr, editorResumes(t, e))
+	retryResumes(t, e, issue, j, pr, job.OutcomeUnverified, editorResumes(t, e))
 }
 
 // timedOut runs a /selfcode job whose first request method path hangs
@@ -401,7 +399,7 @@ func TestTimeoutDuringPublish(t *testing.T) {
 	if g, _ := e.GitHub.FileAt(owner, repoName, pr.Head, "greet.go"); !strings.Contains(g, "Hello, world (1)") {
 		t.Fatalf("the work is not on %s: %q", pr.Head, g)
 	}
-	retryResumes(t, e, issue, j, pr, func() string {
+	retryResumes(t, e, issue, j, pr, job.OutcomePRUpdated, func() string {
 		r := e.Scripted.Last().Resume
 		if r == nil {
 			t.Fatal("the retry's run was given no saved work to resume")

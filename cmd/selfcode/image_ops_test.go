@@ -70,7 +70,7 @@ func TestDemoBuildsAMissingSandboxImage(t *testing.T) {
 	}{
 		{"docker build", pullable,
 			"building it with docker build from deploy/sandbox/Dockerfile, because the engine has or can pull the Dockerfile's base images " + pullable,
-			[]string{"Step 1/", "Pulling from selfcode-test-base-", "Step 10/16 : COPY --from=go /usr/local/go /usr/local/go",
+			[]string{"Step 1/", "Pulling from selfcode-test-base-", " : COPY --from=go /usr/local/go /usr/local/go",
 				"selfcode: sandbox image: docker build IMAGE: COPY failed"}},
 		{"offline", unreachable,
 			"building it offline with deploy/sandbox/build-offline.sh (debootstrap → docker import; a few minutes, needs root; nothing to do when it is built from this recipe), because the engine cannot pull the base image " + unreachable,
@@ -89,5 +89,51 @@ func TestDemoBuildsAMissingSandboxImage(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// `selfcode image ensure`, which make sandbox-image runs, asks the engine
+// through the same client as every command: one that does not answer is an
+// error, or, with --if-reachable (make test without SELFCODE_REQUIRE_DOCKER),
+// said and no error.
+func TestImageEnsureWithoutAnEngine(t *testing.T) {
+	t.Parallel()
+	env := []string{"DOCKER_HOST=tcp://127.0.0.1:1"}
+	out, code := runCLI(t, env, "image", "ensure", "--if-reachable")
+	if code != 0 || !strings.Contains(out, "Docker not reachable (the Docker engine is not reachable at tcp://127.0.0.1:1") {
+		t.Errorf("--if-reachable: exit %d\n%s", code, out)
+	}
+	out, code = runCLI(t, env, "image", "ensure")
+	if code != 1 || !strings.Contains(out, "the Docker engine is not reachable at tcp://127.0.0.1:1") {
+		t.Errorf("without --if-reachable: exit %d\n%s", code, out)
+	}
+}
+
+// A missing image is built with docker build when the engine can pull the
+// Dockerfile's base images, as root or not: the offline build (sudo,
+// debootstrap) is for when it cannot. The base here is a small image on a
+// registry on 127.0.0.1 without Go, so the build stops at COPY --from=go:
+// the path taken is the point.
+func TestImageEnsureTakesTheRegistryPathWhenItCan(t *testing.T) {
+	t.Parallel()
+	dockertest.NeedImage(t)
+	base := dockertest.Registry(t, nil) + "/selfcode-test-base-" + dockertest.Suffix() + ":1"
+	dockertest.Push(t, base, nil)
+	dockertest.RemoveImages(t, base)
+	img := "selfcode-sandbox-test-" + dockertest.Suffix() + ":latest"
+	dockertest.RemoveImages(t, img)
+	env := append(dockerEnv(), "SELFCODE_TEST_SANDBOX_RECIPE="+dockertest.StandInRecipeDir(t),
+		"SELFCODE_TEST_SANDBOX_BUILD_ARGS=BASE_IMAGE="+base+" GO_IMAGE="+base)
+	out, code := runCLI(t, env, "image", "ensure", "--image", img)
+	dockertest.RemoveBuildLeftovers(t, func() string { return out })
+	for _, want := range []string{"==> sandbox image " + img + " is not on the engine",
+		"==> sandbox image " + img + ": building it with docker build from deploy/sandbox/Dockerfile, because the engine has or can pull the Dockerfile's base images " + base,
+		"COPY --from=go /usr/local/go /usr/local/go"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+	if code != 1 || strings.Contains(out, "offline") {
+		t.Errorf("exit %d (want 1: the base has no Go), and no offline build:\n%s", code, out)
 	}
 }

@@ -83,7 +83,8 @@ type RunSpec struct {
 	Port     int
 	Env      map[string]string
 	ReadOnly bool
-	// Deadline labels the container and its network, for reaping.
+	// Deadline labels the container (and whatever the engine starts
+	// beside it, a helper), for reaping.
 	Deadline time.Time
 }
 
@@ -92,13 +93,16 @@ type Shadow interface {
 	// URL is the service's base URL as requests name it
 	// ("http://localhost:8080"); they go over connections from Dial.
 	URL() string
-	// Dial opens a connection to the service's port in the container.
+	// Dial opens a connection to the service's port in the container. A
+	// *Failure says the service cannot be reached as configured (it
+	// listens on its loopback only, say): the stage fails at once.
 	Dial(ctx context.Context) (net.Conn, error)
 	// State says whether the container still runs, and how it ended.
 	State(ctx context.Context) (State, error)
 	// Logs returns the container's last lines of output.
 	Logs(ctx context.Context, lines int) (string, error)
-	// Close removes the container and its network.
+	// Close removes the container and whatever the engine started
+	// beside it (a helper).
 	Close(ctx context.Context) error
 }
 

@@ -49,7 +49,7 @@ type Spec struct {
 // Run runs the stage on eng: image build, container start, health, then
 // each request. It returns one result per step that ran (a step after a
 // failing one does not run); a step the engine could not run has Error
-// set. The container, its network and the image are removed before Run
+// set. The container (with its helper) and the image are removed before Run
 // returns, whatever happened. The error is ctx's when the job ended.
 func Run(ctx context.Context, eng Engine, spec Spec) ([]verify.CommandResult, error) {
 	cfg := spec.Config
@@ -227,9 +227,13 @@ func (r *runner) health(sh Shadow, cfg repoconfig.Smoke) (exited *State, err err
 		actx, acancel := context.WithTimeout(ctx, probeTimeout)
 		status, body, perr := r.get(actx, http.MethodGet, url)
 		acancel()
+		var f *Failure
 		switch {
 		case perr != nil && errors.Is(perr, ErrEngine) && r.stage.Err() == nil:
 			return nil, perr
+		case perr != nil && errors.As(perr, &f):
+			// The service cannot serve as configured: waiting changes nothing.
+			return nil, f
 		case perr == nil && status == cfg.Health.Status:
 			return nil, nil
 		case perr == nil:

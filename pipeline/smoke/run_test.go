@@ -93,6 +93,7 @@ func TestRun(t *testing.T) {
 		engine *smoketest.Engine
 		rows   string
 		output map[string][]string // step → what its output must hold
+		lacks  map[string][]string // step → what its output must not hold
 		noImg  bool                // no image was built, so none to remove
 		noRun  bool                // no container was started
 	}{
@@ -156,6 +157,15 @@ func TestRun(t *testing.T) {
 			rows:   "smoke: image build=pass, smoke: container start=error",
 		},
 		{
+			name: "a service listening where nothing outside its container reaches it: the health step fails at once, saying so",
+			yaml: sampleYAML,
+			engine: &smoketest.Engine{Serve: always(service(200)),
+				DialErr: &smoke.Failure{Reason: "port 8080: the service listens on 127.0.0.1 only: unreachable from outside its container"}},
+			rows:   "smoke: image build=pass, smoke: container start=pass, smoke: health=fail",
+			output: map[string][]string{"smoke: health": {"listening on :8080", "listens on 127.0.0.1 only: unreachable from outside its container"}},
+			lacks:  map[string][]string{"smoke: health": {"no status 200 within"}},
+		},
+		{
 			name:   "an image that cannot start as configured",
 			yaml:   sampleYAML,
 			engine: &smoketest.Engine{StartErr: &smoke.Failure{Reason: "the image has no command to run (CMD or ENTRYPOINT)"}},
@@ -192,6 +202,11 @@ func TestRun(t *testing.T) {
 				for _, want := range tt.output[r.Name] {
 					if !strings.Contains(r.Output, want) {
 						t.Errorf("%s: output lacks %q:\n%s", r.Name, want, r.Output)
+					}
+				}
+				for _, not := range tt.lacks[r.Name] {
+					if strings.Contains(r.Output, not) {
+						t.Errorf("%s: output holds %q:\n%s", r.Name, not, r.Output)
 					}
 				}
 			}

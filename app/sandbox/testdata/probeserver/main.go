@@ -1,6 +1,7 @@
 // Command probeserver is a shadow service for the smoke stage's tests: it
 // reports on its own container (environment, routes, capabilities, whether
 // the root is writable, what it can connect to). Built static on the host, it runs FROM scratch.
+// It listens on :8080, or on $PROBE_LISTEN.
 package main
 
 import (
@@ -39,8 +40,13 @@ func main() {
 			fmt.Fprint(w, err)
 		}
 	})
+	// PROBE_LISTEN chooses the address (a loopback-only one, say).
+	addr := os.Getenv("PROBE_LISTEN")
+	if addr == "" {
+		addr = ":8080"
+	}
 	fmt.Println("listening on 8080")
-	if err := http.ListenAndServe(":8080", nil); err != nil {
+	if err := http.ListenAndServe(addr, nil); err != nil {
 		fmt.Println(err)
 		os.Exit(1)
 	}
