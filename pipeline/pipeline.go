@@ -31,6 +31,11 @@ import (
 // Sandbox starts the container a job's commands run in.
 type Sandbox interface {
 	Start(ctx context.Context, spec SandboxSpec) (Session, error)
+	// ImageID tells the image a SandboxSpec's Image names ("": the
+	// sandbox's default) apart from any other, a rebuilt image included:
+	// the baseline cache keys by it, and keeps nothing for a sandbox that
+	// cannot say (an error, or "").
+	ImageID(ctx context.Context, image string) (string, error)
 }
 
 // SandboxSpec describes a job's container.
@@ -70,13 +75,6 @@ type SetupCache interface {
 	SaveSetup(ctx context.Context, key string) error
 	// ForgetSetup removes what was kept under key.
 	ForgetSetup(ctx context.Context, key string) error
-}
-
-// ImageResolver is a Sandbox that tells the ID of the image a SandboxSpec's
-// Image names ("": the sandbox's default), so that a baseline made on one
-// image is never taken for one made on another, a rebuilt image included.
-type ImageResolver interface {
-	ImageID(ctx context.Context, image string) (string, error)
 }
 
 // Progress receives stage updates and artifacts (the publisher).

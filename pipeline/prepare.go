@@ -492,19 +492,19 @@ func (s *jobState) storeBase() {
 // repository's own (never another's), the configuration as it runs here
 // (baselineHash) and the ID of the sandbox image. nil when there is no
 // cache, no commit or repository name, or the image cannot be told apart
-// from another: then the base is verified every time.
+// from another (the sandbox cannot say its ID): then the base is verified
+// every time, as a rebuilt image must be.
 func (s *jobState) baselineKey(ctx context.Context, sha string) *verify.Key {
 	if s.p.o.Baseline == nil || sha == "" || s.in.Repository == "" {
 		return nil
 	}
-	k := verify.Key{Repository: s.in.Repository, SHA: sha, Config: s.baselineHash()}
-	if r, ok := s.p.o.Sandbox.(ImageResolver); ok {
-		id, err := r.ImageID(ctx, s.cfg.Image)
-		if err != nil {
-			s.log.Warn("no baseline cache: the sandbox image is unknown", "err", err)
-			return nil
-		}
-		k.Image = id
+	id, err := s.p.o.Sandbox.ImageID(ctx, s.cfg.Image)
+	if err == nil && id == "" {
+		err = errors.New("the sandbox gave no image ID")
 	}
-	return &k
+	if err != nil {
+		s.log.Warn("no baseline cache: the sandbox image is unknown", "err", err)
+		return nil
+	}
+	return &verify.Key{Repository: s.in.Repository, SHA: sha, Config: s.baselineHash(), Image: id}
 }

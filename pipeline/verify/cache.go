@@ -46,8 +46,8 @@ type Key struct {
 	Repository string
 	SHA        string // the commit verified (or any hex naming the tree as surely)
 	Config     string // the hash of the configuration as it ran
-	// Image is the sandbox image's ID ("" when the sandbox cannot say):
-	// a rebuilt image is another key.
+	// Image is the sandbox image's ID: a rebuilt image is another key.
+	// The pipeline keeps nothing when the sandbox cannot say it.
 	Image string
 }
 
