@@ -76,7 +76,11 @@ func (s *jobState) ready(ctx context.Context, env *sandboxEnv, steps []repoconfi
 	if s.in.BaselineSHA != "" {
 		baseSHA = s.in.BaselineSHA
 	}
-	s.baseKey = s.baselineKey(ctx, baseSHA)
+	keyed := checkout{dir: s.in.Dir, cmds: env.cmds, steps: steps}
+	if base != nil {
+		keyed = *base
+	}
+	s.baseKey = s.baselineKey(ctx, baseSHA, keyed)
 	if s.baseKey != nil {
 		if run, found, err := s.p.o.Baseline.Get(*s.baseKey); err == nil && found {
 			s.out.Base = &run
@@ -280,11 +284,14 @@ func (e *sandboxEnv) close() {
 }
 
 // verifyCommands are the verification commands for the checkout at dir.
-func (s *jobState) verifyCommands(dir string) []verify.Command {
+func (s *jobState) verifyCommands(dir string) []verify.Command { return verifyCommands(s.cfg, dir) }
+
+// verifyCommands are cfg's verification commands for the checkout at dir.
+func verifyCommands(cfg *repoconfig.Config, dir string) []verify.Command {
 	var cmds []verify.Command
-	for _, c := range s.cfg.VerifyCommands(dir) {
+	for _, c := range cfg.VerifyCommands(dir) {
 		cmds = append(cmds, verify.Command{Name: c.Name, Run: c.Run, Timeout: c.Timeout, Kind: commandKind(c.Kind),
-			Reports: c.Reports, Runner: string(c.Runner), OutputBytes: s.cfg.Limits.OutputBytes})
+			Reports: c.Reports, Runner: string(c.Runner), OutputBytes: cfg.Limits.OutputBytes})
 	}
 	return cmds
 }
@@ -488,13 +495,14 @@ func (s *jobState) storeBase() {
 	}
 }
 
-// baselineKey keys commit sha's baseline in the baseline cache: the
-// repository's own (never another's), the configuration as it runs here
-// (baselineHash) and the ID of the sandbox image. nil when there is no
+// baselineKey keys the baseline of commit sha, checked out as c, in the
+// baseline cache: the repository's own (never another's), the
+// configuration and c's commands as they run here (baselineHash) and the
+// ID of the sandbox image. nil when there is no
 // cache, no commit or repository name, or the image cannot be told apart
 // from another (the sandbox cannot say its ID): then the base is verified
 // every time, as a rebuilt image must be.
-func (s *jobState) baselineKey(ctx context.Context, sha string) *verify.Key {
+func (s *jobState) baselineKey(ctx context.Context, sha string, c checkout) *verify.Key {
 	if s.p.o.Baseline == nil || sha == "" || s.in.Repository == "" {
 		return nil
 	}
@@ -506,5 +514,5 @@ func (s *jobState) baselineKey(ctx context.Context, sha string) *verify.Key {
 		s.log.Warn("no baseline cache: the sandbox image is unknown", "err", err)
 		return nil
 	}
-	return &verify.Key{Repository: s.in.Repository, SHA: sha, Config: s.baselineHash(), Image: id}
+	return &verify.Key{Repository: s.in.Repository, SHA: sha, Config: s.baselineHash(c), Image: id}
 }

@@ -234,7 +234,7 @@ func TestRestoredSetupSuspectedBeforeBlame(t *testing.T) {
 			out, dir := runWithBaselines(t, ctx, &gatedModel{ctx: ctx, sb: sb, noGate: true}, sb, false, baselines, cfg)
 			// A baseline made with a spoiled kept setup is not kept.
 			base := strings.TrimSpace(gitOut(t, dir, "rev-parse", "HEAD"))
-			if _, kept, err := baselines.Get(verify.Key{Repository: "o/calc", SHA: base, Config: cfg.Hash(), Image: eventImage}); err != nil || kept != tt.baseKept {
+			if _, kept, err := baselines.Get(verify.Key{Repository: "o/calc", SHA: base, Config: pipeline.BaselineHash(cfg, dir), Image: eventImage}); err != nil || kept != tt.baseKept {
 				t.Errorf("baseline kept: %v (%v), want %v", kept, err, tt.baseKept)
 			}
 			sb.mu.Lock()
@@ -284,7 +284,7 @@ func TestFailingBaseWithAKeptSetupIsVerifiedAfresh(t *testing.T) {
 			cfg, baselines := setupJob(t)
 			var pristines atomic.Int32
 			var baseSHA string
-			out, _ := runWithInput(t, ctx, &gatedModel{ctx: ctx, sb: sb, noGate: true}, pipeline.Options{Sandbox: sb, Baseline: baselines},
+			out, dir := runWithInput(t, ctx, &gatedModel{ctx: ctx, sb: sb, noGate: true}, pipeline.Options{Sandbox: sb, Baseline: baselines},
 				func(in *pipeline.Input) {
 					export := in.Pristine
 					in.Pristine = func(ctx context.Context, dst string) error {
@@ -300,7 +300,7 @@ func TestFailingBaseWithAKeptSetupIsVerifiedAfresh(t *testing.T) {
 			if out.Verdict != tt.verdict {
 				t.Errorf("verdict %q, want %q (%+v)", out.Verdict, tt.verdict, out.Comparison)
 			}
-			if run, kept, err := baselines.Get(verify.Key{Repository: "o/calc", SHA: baseSHA, Config: cfg.Hash(), Image: eventImage}); err != nil || !kept || run.Passed != tt.basePassed {
+			if run, kept, err := baselines.Get(verify.Key{Repository: "o/calc", SHA: baseSHA, Config: pipeline.BaselineHash(cfg, dir), Image: eventImage}); err != nil || !kept || run.Passed != tt.basePassed {
 				t.Errorf("baseline kept %v (%v), passed %v: want the one set up from scratch kept, passed %v", kept, err, run.Passed, tt.basePassed)
 			}
 			sb.mu.Lock()
@@ -343,7 +343,7 @@ func TestCheckDoubtsAFailingKeptSetup(t *testing.T) {
 	if !res.Run.Passed {
 		t.Errorf("the check says what the spoiled kept setup made of it: %+v", res.Run)
 	}
-	if run, kept, err := baselines.Get(verify.Key{Repository: "o/calc", SHA: base, Config: cfg.Hash(), Image: eventImage}); err != nil || !kept || !run.Passed {
+	if run, kept, err := baselines.Get(verify.Key{Repository: "o/calc", SHA: base, Config: pipeline.BaselineHash(cfg, dir), Image: eventImage}); err != nil || !kept || !run.Passed {
 		t.Errorf("kept %v (%v), passed %v: want the fresh run kept", kept, err, run.Passed)
 	}
 	sb.mu.Lock()
