@@ -66,33 +66,23 @@ func (p *Pipeline) Check(ctx context.Context, in CheckInput) (CheckResult, error
 		ctx, cancel = context.WithTimeout(ctx, cfg.Limits.JobTimeout)
 		defer cancel()
 	}
-	sess, setup, restored, err := s.start(ctx, in.Dir, c.steps, nil)
+	env, err := s.startEnv(ctx, c)
 	if err != nil {
 		return CheckResult{}, err
 	}
-	defer func() {
-		if sess != nil {
-			sess.Close(context.Background())
-		}
-	}()
+	defer env.close()
 	began := p.o.Now()
-	run, err := s.runCommands(ctx, sess, setup, c.cmds)
+	run, err := s.runCommands(ctx, env.sess, env.setup, c.cmds)
 	if err != nil {
 		return CheckResult{}, fmt.Errorf("verification: %w", err)
 	}
-	if restored != "" && !run.Passed {
-		// As for a job's base: a run with a kept setup is trusted only
-		// when nothing fails. Nothing edits in.Dir: it is still pristine.
-		sess.Close(context.Background())
-		sess = nil
-		fresh, again, _, err := s.confirm(ctx, c, run, restored)
-		if err != nil {
-			return CheckResult{}, fmt.Errorf("verification: %w", err)
-		}
-		run, sess, restored = fresh, again, ""
+	// As for a job's base: a run with a kept setup is trusted only when
+	// nothing fails. Nothing edits in.Dir: it is still pristine.
+	if run, err = s.settle(ctx, env, run, asIs(c)); err != nil {
+		return CheckResult{}, fmt.Errorf("verification: %w", err)
 	}
 	s.log.Info("checked a tree", "commands", len(run.Commands), "took", p.o.Now().Sub(began).Round(time.Millisecond))
-	if restored == "" {
+	if env.restored == "" {
 		s.setBase(run, false)
 	}
 	return CheckResult{Run: run}, nil

@@ -114,60 +114,53 @@ func (s *jobState) ready(ctx context.Context, env *sandboxEnv, steps []repoconfi
 // baseline is another commit (a pull request's base), in a container of
 // its own — and says whether the run it returns had a kept setup. A base
 // verified with a kept setup restored from the repository's cache is
-// trusted only when nothing fails: a spoiled kept setup could make a test
-// fail on the base and on the change alike and so hide the change
-// breaking it. Otherwise the base is verified again with setup from
-// scratch (confirm), from a pristine copy, and that run is the baseline;
-// the change is then verified with setup from scratch too.
+// trusted only when nothing fails (settle); otherwise the base is
+// verified again with setup from scratch, from a pristine copy, and that
+// run is the baseline; the change is then verified with setup from
+// scratch too.
 func (s *jobState) verifyBase(ctx context.Context, env *sandboxEnv, base *checkout, snap *earlySnapshot) (verify.Run, bool, error) {
 	if base != nil {
-		run, key, err := s.verifyElsewhere(ctx, *base)
-		if err != nil || key == "" || run.Passed {
-			return run, key != "", err
+		be, err := s.startEnv(ctx, *base)
+		if err != nil {
+			return verify.Run{}, false, fmt.Errorf("baseline sandbox: %w", err)
+		}
+		defer be.close()
+		run, err := s.baseline(ctx, be.sess, be.setup, be.cmds, s.smokeSource(base.dir))
+		if err != nil {
+			return run, false, err
 		}
 		// BaselineDir is never edited: it is the pristine copy.
-		fresh, sess, _, err := s.confirm(ctx, *base, run, key)
-		if err != nil {
-			return verify.Run{}, false, err
-		}
-		sess.Close(context.Background())
-		return fresh, false, nil
+		run, err = s.settle(ctx, be, run, asIs(*base))
+		return run, be.restored != "", err
 	}
 	run, err := s.baseline(ctx, env.sess, env.setup, env.cmds, snap.source())
-	if err != nil || env.restored == "" || run.Passed {
+	if err != nil {
 		return run, env.restored != "", err
 	}
 	// The model may be editing Dir by now: the base comes from Pristine.
-	dir, err := os.MkdirTemp("", "selfcode-base-")
-	if err != nil {
-		return verify.Run{}, false, err
-	}
-	defer os.RemoveAll(dir)
-	if err := s.in.Pristine(ctx, dir); err != nil {
-		return verify.Run{}, false, fmt.Errorf("a pristine copy of the base: %w", err)
-	}
-	c := checkout{dir: dir, cmds: s.verifyCommands(dir), steps: s.cfg.SetupSteps(dir)}
-	fresh, sess, setup, err := s.confirm(ctx, c, run, env.restored)
-	if err != nil {
-		return verify.Run{}, false, err
-	}
-	// The fresh sandbox holds the base with its setup run, as env's did:
-	// the change is verified there.
-	env.close()
-	env.sess, env.setup, env.restored, env.cmds = sess, setup, "", c.cmds
-	return fresh, false, nil
+	run, err = s.settle(ctx, env, run, s.pristineBase)
+	return run, env.restored != "", err
 }
 
-// verifyElsewhere verifies checkout c in a container of its own, and says
-// which kept setup it restored ("": none).
-func (s *jobState) verifyElsewhere(ctx context.Context, c checkout) (verify.Run, string, error) {
-	bs, setup, restored, err := s.start(ctx, c.dir, c.steps, nil)
+// pristineBase writes the base commit's files, as Pristine gives them,
+// into a new directory, and returns that checkout with a function that
+// removes it.
+func (s *jobState) pristineBase(ctx context.Context) (checkout, func(), error) {
+	dir, err := os.MkdirTemp("", "selfcode-base-")
 	if err != nil {
-		return verify.Run{}, "", fmt.Errorf("baseline sandbox: %w", err)
+		return checkout{}, nil, err
 	}
-	defer bs.Close(context.Background())
-	run, err := s.baseline(ctx, bs, setup, c.cmds, s.smokeSource(c.dir))
-	return run, restored, err
+	remove := func() { os.RemoveAll(dir) }
+	if err := s.in.Pristine(ctx, dir); err != nil {
+		remove()
+		return checkout{}, nil, fmt.Errorf("a pristine copy of the base: %w", err)
+	}
+	return checkout{dir: dir, cmds: s.verifyCommands(dir), steps: s.cfg.SetupSteps(dir)}, remove, nil
+}
+
+// asIs gives checkout c, which nothing edits, as its own pristine copy.
+func asIs(c checkout) func(context.Context) (checkout, func(), error) {
+	return func(context.Context) (checkout, func(), error) { return c, func() {}, nil }
 }
 
 // smokeSource is dir's build context for the smoke stage, when it runs.
@@ -178,27 +171,53 @@ func (s *jobState) smokeSource(dir string) contextSource {
 	return s.fromDir(dir)
 }
 
-// confirm verifies checkout c (pristine) again in a new sandbox whose
-// setup runs from scratch, after its run with the kept setup key showed
-// failures, and returns that run with the sandbox (the caller closes it)
-// and its setup. The kept setup is forgotten when the two runs differ;
+// startEnv starts a container for checkout c (startEnv's caller closes
+// it) with c's setup run or restored.
+func (s *jobState) startEnv(ctx context.Context, c checkout) (*sandboxEnv, error) {
+	sess, setup, restored, err := s.start(ctx, c.dir, c.steps, nil)
+	if err != nil {
+		return nil, err
+	}
+	return &sandboxEnv{sess: sess, setup: setup, cmds: c.cmds, restored: restored}, nil
+}
+
+// settle returns what to trust of run, made in env: run itself when env's
+// setup ran, or was restored and nothing fails. A run with a kept setup in
+// which something fails is not trusted: a spoiled kept setup could make a
+// test fail on the base and on the change alike and so hide the change
+// breaking it. Then the checkout (pristine, as pristine gives it with a
+// function that removes it) is verified again in a new sandbox whose setup
+// runs from scratch, which replaces env's (closed), and that run is
+// returned; the kept setup is forgotten when the two runs differ, and
 // either way the job sets up from scratch from now on.
-func (s *jobState) confirm(ctx context.Context, c checkout, kept verify.Run, key string) (verify.Run, Session, []verify.CommandResult, error) {
+func (s *jobState) settle(ctx context.Context, env *sandboxEnv, run verify.Run, pristine func(context.Context) (checkout, func(), error)) (verify.Run, error) {
+	if env.restored == "" || run.Passed {
+		return run, nil
+	}
+	key := env.restored
 	s.log.Info("the base fails with a kept setup; verifying it again with setup from scratch", "key", key)
 	s.noRestore = true
-	sess, setup, _, err := s.start(ctx, c.dir, c.steps, nil)
+	c, remove, err := pristine(ctx)
 	if err != nil {
-		return verify.Run{}, nil, nil, fmt.Errorf("baseline sandbox: %w", err)
+		return verify.Run{}, err
 	}
-	fresh, err := s.baseline(ctx, sess, setup, c.cmds, s.smokeSource(c.dir))
+	defer remove()
+	env.close()
+	fresh, err := s.startEnv(ctx, c)
 	if err != nil {
-		sess.Close(context.Background())
-		return verify.Run{}, nil, nil, err
+		return verify.Run{}, fmt.Errorf("baseline sandbox: %w", err)
 	}
-	if differ(fresh, kept) {
-		s.forgetSetup(ctx, sess, key)
+	// The fresh sandbox holds the base with its setup run, as env's did:
+	// the change is verified there.
+	env.sess, env.setup, env.cmds, env.restored = fresh.sess, fresh.setup, fresh.cmds, ""
+	again, err := s.baseline(ctx, env.sess, env.setup, env.cmds, s.smokeSource(c.dir))
+	if err != nil {
+		return verify.Run{}, err
 	}
-	return fresh, sess, setup, nil
+	if differ(again, run) {
+		s.forgetSetup(ctx, env.sess, key)
+	}
+	return again, nil
 }
 
 // differ reports whether two runs of the same commands fail differently:
