@@ -83,7 +83,7 @@ func (p *Pipeline) Check(ctx context.Context, in CheckInput) (CheckResult, error
 	}
 	s.log.Info("checked a tree", "commands", len(run.Commands), "took", p.o.Now().Sub(began).Round(time.Millisecond))
 	if env.restored == "" {
-		s.setBase(run, false)
+		s.setBase(run, baseSetUp)
 	}
 	return CheckResult{Run: run}, nil
 }

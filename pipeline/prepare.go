@@ -100,11 +100,11 @@ func (s *jobState) ready(ctx context.Context, env *sandboxEnv, steps []repoconfi
 	}
 	env.sess, env.setup, env.restored = sess, setup, restored
 	if s.out.Base == nil {
-		run, kept, err := s.verifyBase(ctx, env, base, snap)
+		run, trust, err := s.verifyBase(ctx, env, base, snap)
 		if err != nil {
 			return env, fmt.Errorf("baseline verification: %w", err)
 		}
-		s.setBase(run, kept)
+		s.setBase(run, trust)
 	}
 	s.artifact("verify-base.json", s.out.Base)
 	return env, nil
@@ -112,48 +112,84 @@ func (s *jobState) ready(ctx context.Context, env *sandboxEnv, steps []repoconfi
 
 // verifyBase verifies the base commit — in env's sandbox, or, when the
 // baseline is another commit (a pull request's base), in a container of
-// its own — and says whether the run it returns had a kept setup. A base
+// its own — and says how far the run it returns can be trusted. A base
 // verified with a kept setup restored from the repository's cache is
 // trusted only when nothing fails (settle); otherwise the base is
 // verified again with setup from scratch, from a pristine copy, and that
 // run is the baseline; the change is then verified with setup from
-// scratch too.
-func (s *jobState) verifyBase(ctx context.Context, env *sandboxEnv, base *checkout, snap *earlySnapshot) (verify.Run, bool, error) {
+// scratch too. When no pristine copy can be made, the run with the kept
+// setup stays the baseline, unconfirmed: the change is still verified
+// with setup from scratch, and judge lets none of the base's failures
+// excuse the change's.
+func (s *jobState) verifyBase(ctx context.Context, env *sandboxEnv, base *checkout, snap *earlySnapshot) (verify.Run, baseTrust, error) {
 	if base != nil {
 		be, err := s.startEnv(ctx, *base)
 		if err != nil {
-			return verify.Run{}, false, fmt.Errorf("baseline sandbox: %w", err)
+			return verify.Run{}, baseSetUp, fmt.Errorf("baseline sandbox: %w", err)
 		}
 		defer be.close()
 		run, err := s.baseline(ctx, be.sess, be.setup, be.cmds, s.smokeSource(base.dir))
 		if err != nil {
-			return run, false, err
+			return run, baseSetUp, err
 		}
 		// BaselineDir is never edited: it is the pristine copy.
 		run, err = s.settle(ctx, be, run, asIs(*base))
-		return run, be.restored != "", err
+		return run, trustOf(be), err
 	}
 	run, err := s.baseline(ctx, env.sess, env.setup, env.cmds, snap.source())
 	if err != nil {
-		return run, env.restored != "", err
+		return run, baseSetUp, err
 	}
 	// The model may be editing Dir by now: the base comes from Pristine.
-	run, err = s.settle(ctx, env, run, s.pristineBase)
-	return run, env.restored != "", err
+	settled, err := s.settle(ctx, env, run, s.pristineBase)
+	if errors.Is(err, errNoPristine) {
+		s.log.Warn("the base fails with a kept setup and cannot be verified again; its failures excuse none of the change's", "err", err)
+		return run, baseUnconfirmed, nil
+	}
+	return settled, trustOf(env), err
 }
 
+// baseTrust is how far a job's baseline can be trusted, and so whether it
+// is kept in the baseline cache.
+type baseTrust int
+
+const (
+	// baseSetUp: made with setup run from scratch (or taken from the
+	// cache); kept at once.
+	baseSetUp baseTrust = iota
+	// baseKept: made with a kept setup, and nothing failed; kept at the
+	// job's end unless the job finds that setup spoiled (keepBase).
+	baseKept
+	// baseUnconfirmed: made with a kept setup, something failed, and it
+	// could not be verified again (no pristine copy): never kept, and its
+	// failures excuse none of the change's (judge).
+	baseUnconfirmed
+)
+
+// trustOf is the trust of a settled run made in env.
+func trustOf(env *sandboxEnv) baseTrust {
+	if env.restored != "" {
+		return baseKept
+	}
+	return baseSetUp
+}
+
+// errNoPristine: no pristine copy of the base could be made.
+var errNoPristine = errors.New("no pristine copy of the base")
+
 // pristineBase writes the base commit's files, as Pristine gives them,
-// into a new directory, and returns that checkout with a function that
-// removes it.
+// into a new directory in the job's scratch space (Input.Scratch: the
+// data directory, not the host's /tmp, for a server's job), and returns
+// that checkout with a function that removes it.
 func (s *jobState) pristineBase(ctx context.Context) (checkout, func(), error) {
-	dir, err := os.MkdirTemp("", "selfcode-base-")
+	dir, err := os.MkdirTemp(s.in.Scratch, "base-")
 	if err != nil {
-		return checkout{}, nil, err
+		return checkout{}, nil, fmt.Errorf("%w: %w", errNoPristine, err)
 	}
 	remove := func() { os.RemoveAll(dir) }
 	if err := s.in.Pristine(ctx, dir); err != nil {
 		remove()
-		return checkout{}, nil, fmt.Errorf("a pristine copy of the base: %w", err)
+		return checkout{}, nil, fmt.Errorf("%w: %w", errNoPristine, err)
 	}
 	return checkout{dir: dir, cmds: s.verifyCommands(dir), steps: s.cfg.SetupSteps(dir)}, remove, nil
 }
@@ -189,7 +225,8 @@ func (s *jobState) startEnv(ctx context.Context, c checkout) (*sandboxEnv, error
 // function that removes it) is verified again in a new sandbox whose setup
 // runs from scratch, which replaces env's (closed), and that run is
 // returned; the kept setup is forgotten when the two runs differ, and
-// either way the job sets up from scratch from now on.
+// either way the job sets up from scratch from now on. When pristine
+// fails, env is left as it was and the error is returned.
 func (s *jobState) settle(ctx context.Context, env *sandboxEnv, run verify.Run, pristine func(context.Context) (checkout, func(), error)) (verify.Run, error) {
 	if env.restored == "" || run.Passed {
 		return run, nil
@@ -486,16 +523,19 @@ func setupKey(dir string, steps []repoconfig.SetupStep) (string, error) {
 }
 
 // setBase records the baseline and keeps it in the baseline cache — at
-// once when its setup ran, or at the end of the job when its setup was
+// once when its setup ran, at the end of the job when its setup was
 // restored from the repository's cache (keepBase), so that a kept setup
-// found spoiled meanwhile (spoiledSetup) never leaves its baseline behind.
-func (s *jobState) setBase(base verify.Run, restored bool) {
+// found spoiled meanwhile (spoiledSetup) never leaves its baseline behind,
+// and never when it is unconfirmed.
+func (s *jobState) setBase(base verify.Run, trust baseTrust) {
 	s.out.Base = &base
-	if restored {
+	s.baseTrust = trust
+	switch trust {
+	case baseKept:
 		s.pendingBase = true
-		return
+	case baseSetUp:
+		s.storeBase()
 	}
-	s.storeBase()
 }
 
 // keepBase stores a baseline made with a restored setup unless the job

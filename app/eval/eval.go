@@ -392,7 +392,7 @@ func (e *evaluator) attempt(ctx context.Context, c Candidate, ws *workspace, cfg
 		return nil, nil, err
 	}
 	out, err := p.Run(ctx, localrun.Input(localrun.Job{ID: jobID(c, "run"), Repository: e.o.Repository, Task: task,
-		Dir: ws.dir, BaseSHA: c.Base, Config: cfg, Logger: e.o.Logger}))
+		Dir: ws.dir, BaseSHA: c.Base, Config: cfg, Logger: e.o.Logger, Scratch: ws.root}))
 	return out, meter.snapshot(), err
 }
 
