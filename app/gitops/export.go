@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 )
 
 // Export writes the files of the workspace's base commit into dst, an empty
@@ -35,7 +36,7 @@ func ExportLocal(ctx context.Context, gitDir, rev, dst string) error {
 		return err
 	}
 	return export(ctx, rev, dst, func(env []string, args ...string) error {
-		_, err := Local(ctx, dst, env, append(append(drivers, "--git-dir="+gitDir, "--work-tree="+dst), args...)...)
+		_, err := Local(ctx, dst, env, slices.Concat(drivers, []string{"--git-dir=" + gitDir, "--work-tree=" + dst}, args)...)
 		return err
 	})
 }
