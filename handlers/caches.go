@@ -14,8 +14,8 @@ import (
 	"github.com/selfcode/selfcode/app/sandbox"
 )
 
-// CacheAdmin lists and clears the repositories' sandbox caches
-// (*sandbox.Manager does).
+// CacheAdmin lists the repositories' sandbox caches and clears them with
+// their verified baselines (server.Caches does).
 type CacheAdmin interface {
 	Caches(ctx context.Context) ([]sandbox.CacheInfo, error)
 	ClearCaches(ctx context.Context, repository string) (removed, inUse int, err error)

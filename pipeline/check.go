@@ -19,8 +19,8 @@ type CheckInput struct {
 	Dir        string
 	Config     *repoconfig.Config // nil: defaults
 	// Key, when set, keys the run in the baseline cache (with the
-	// repository, the config's hash and the sandbox image, as a job's base
-	// is keyed): a run kept there is returned without running anything,
+	// repository, the configuration and the commands as they run, and the
+	// sandbox image, as a job's base is keyed): a run kept there is returned without running anything,
 	// and a new one is kept — only when its setup ran rather than being
 	// restored, as a job keeps its base. A run with a restored setup in
 	// which something fails is run again with setup from scratch, as a
@@ -50,10 +50,11 @@ func (p *Pipeline) Check(ctx context.Context, in CheckInput) (CheckResult, error
 	}
 	s := &jobState{p: p, in: Input{JobID: in.JobID, Repository: in.Repository, Dir: in.Dir, Config: cfg}, cfg: cfg, out: &Output{},
 		clock: &partClock{now: p.o.Now}, log: p.o.Logger.With("job_id", in.JobID)}
+	c := checkout{dir: in.Dir, cmds: s.verifyCommands(in.Dir), steps: cfg.SetupSteps(in.Dir)}
 	if in.Key != "" {
 		// The key a job on that commit uses: no smoke stage runs here, as
 		// in a job on a server that does not run it.
-		s.baseKey = s.baselineKey(ctx, in.Key)
+		s.baseKey = s.baselineKey(ctx, in.Key, c)
 	}
 	if s.baseKey != nil {
 		if run, found, err := p.o.Baseline.Get(*s.baseKey); err == nil && found {
@@ -65,35 +66,24 @@ func (p *Pipeline) Check(ctx context.Context, in CheckInput) (CheckResult, error
 		ctx, cancel = context.WithTimeout(ctx, cfg.Limits.JobTimeout)
 		defer cancel()
 	}
-	sess, setup, restored, err := s.start(ctx, in.Dir, cfg.SetupSteps(in.Dir), nil)
+	env, err := s.startEnv(ctx, c)
 	if err != nil {
 		return CheckResult{}, err
 	}
-	defer func() {
-		if sess != nil {
-			sess.Close(context.Background())
-		}
-	}()
+	defer env.close()
 	began := p.o.Now()
-	c := checkout{dir: in.Dir, cmds: s.verifyCommands(in.Dir), steps: cfg.SetupSteps(in.Dir)}
-	run, err := s.runCommands(ctx, sess, setup, c.cmds)
+	run, err := s.runCommands(ctx, env.sess, env.setup, c.cmds)
 	if err != nil {
 		return CheckResult{}, fmt.Errorf("verification: %w", err)
 	}
-	if restored != "" && !run.Passed {
-		// As for a job's base: a run with a kept setup is trusted only
-		// when nothing fails. Nothing edits in.Dir: it is still pristine.
-		sess.Close(context.Background())
-		sess = nil
-		fresh, again, _, err := s.confirm(ctx, c, run, restored)
-		if err != nil {
-			return CheckResult{}, fmt.Errorf("verification: %w", err)
-		}
-		run, sess, restored = fresh, again, ""
+	// As for a job's base: a run with a kept setup is trusted only when
+	// nothing fails. Nothing edits in.Dir: it is still pristine.
+	if run, err = s.settle(ctx, env, run, asIs(c)); err != nil {
+		return CheckResult{}, fmt.Errorf("verification: %w", err)
 	}
 	s.log.Info("checked a tree", "commands", len(run.Commands), "took", p.o.Now().Sub(began).Round(time.Millisecond))
-	if restored == "" {
-		s.setBase(run, false)
+	if env.restored == "" {
+		s.setBase(run, baseSetUp)
 	}
 	return CheckResult{Run: run}, nil
 }

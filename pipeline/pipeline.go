@@ -31,6 +31,11 @@ import (
 // Sandbox starts the container a job's commands run in.
 type Sandbox interface {
 	Start(ctx context.Context, spec SandboxSpec) (Session, error)
+	// ImageID tells the image a SandboxSpec's Image names ("": the
+	// sandbox's default) apart from any other, a rebuilt image included:
+	// the baseline cache keys by it, and keeps nothing for a sandbox that
+	// cannot say (an error, or "").
+	ImageID(ctx context.Context, image string) (string, error)
 }
 
 // SandboxSpec describes a job's container.
@@ -70,13 +75,6 @@ type SetupCache interface {
 	SaveSetup(ctx context.Context, key string) error
 	// ForgetSetup removes what was kept under key.
 	ForgetSetup(ctx context.Context, key string) error
-}
-
-// ImageResolver is a Sandbox that tells the ID of the image a SandboxSpec's
-// Image names ("": the sandbox's default), so that a baseline made on one
-// image is never taken for one made on another, a rebuilt image included.
-type ImageResolver interface {
-	ImageID(ctx context.Context, image string) (string, error)
 }
 
 // Progress receives stage updates and artifacts (the publisher).
@@ -191,8 +189,15 @@ type Input struct {
 	// with a setup restored from the repository's cache that shows
 	// failures is verified again from such a copy, with setup from
 	// scratch. A job that has neither Pristine nor BaselineDir never
-	// restores a kept setup: nothing could check it.
+	// restores a kept setup: nothing could check it. When Pristine fails,
+	// the base's run with the kept setup is the baseline, unconfirmed:
+	// none of its failures excuses the change's, and it is not cached.
 	Pristine func(ctx context.Context, dst string) error
+	// Scratch is a directory of the job's own for the copies the pipeline
+	// makes (the pristine base): a server's job workspace, in the data
+	// directory, so that a large repository never fills a small /tmp.
+	// "": the system's temporary directory.
+	Scratch string
 }
 
 // Stop reasons.
@@ -278,7 +283,9 @@ type jobState struct {
 	baseKey      *verify.Key
 	pendingBase  bool
 	spoiledSetup bool
-	smoke        smokeState
+	// baseTrust is how far the baseline can be trusted (setBase).
+	baseTrust baseTrust
+	smoke     smokeState
 }
 
 // partClock adds up the time spent in each part of a job; the baseline
@@ -869,7 +876,21 @@ func (s *jobState) judge(ctx context.Context, env *sandboxEnv) (verify.Run, veri
 	if err != nil {
 		return verify.Run{}, verify.Comparison{}, fmt.Errorf("smoke stage: %w", err)
 	}
-	return head, cmp, nil
+	return head, s.doubtBase(cmp), nil
+}
+
+// doubtBase makes cmp unverified when the base is unconfirmed and one of
+// its failures would excuse a failure of the change: a kept setup that
+// made the base fail could make the change fail alike.
+func (s *jobState) doubtBase(cmp verify.Comparison) verify.Comparison {
+	if s.baseTrust != baseUnconfirmed || len(cmp.PreExisting) == 0 || cmp.Verdict == verify.Failed {
+		return cmp
+	}
+	cmp.Reasons = append(cmp.Reasons, verify.Reason{
+		Why:  "the base failed with a setup restored from the repository's cache and could not be verified again from scratch (no pristine copy of it), so its failures excuse none of the change's",
+		Next: "run the job again; `selfcode cache clear --repo OWNER/NAME` drops the kept setup"})
+	cmp.Verdict, cmp.Verified = verify.Unverified, false
+	return cmp
 }
 
 // judgeSetUpAfresh verifies the change again in a new sandbox whose setup

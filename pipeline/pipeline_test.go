@@ -198,7 +198,7 @@ func (h *harness) baselineKey(repo string) verify.Key {
 	if err != nil {
 		h.t.Fatal(err)
 	}
-	return verify.Key{Repository: repo, SHA: h.base, Config: h.cfg.Hash(), Image: id}
+	return verify.Key{Repository: repo, SHA: h.base, Config: pipeline.BaselineHash(h.cfg, h.dir), Image: id}
 }
 
 func (h *harness) file(p string) string {

@@ -76,7 +76,11 @@ func (s *jobState) ready(ctx context.Context, env *sandboxEnv, steps []repoconfi
 	if s.in.BaselineSHA != "" {
 		baseSHA = s.in.BaselineSHA
 	}
-	s.baseKey = s.baselineKey(ctx, baseSHA)
+	keyed := checkout{dir: s.in.Dir, cmds: env.cmds, steps: steps}
+	if base != nil {
+		keyed = *base
+	}
+	s.baseKey = s.baselineKey(ctx, baseSHA, keyed)
 	if s.baseKey != nil {
 		if run, found, err := s.p.o.Baseline.Get(*s.baseKey); err == nil && found {
 			s.out.Base = &run
@@ -96,11 +100,11 @@ func (s *jobState) ready(ctx context.Context, env *sandboxEnv, steps []repoconfi
 	}
 	env.sess, env.setup, env.restored = sess, setup, restored
 	if s.out.Base == nil {
-		run, kept, err := s.verifyBase(ctx, env, base, snap)
+		run, trust, err := s.verifyBase(ctx, env, base, snap)
 		if err != nil {
 			return env, fmt.Errorf("baseline verification: %w", err)
 		}
-		s.setBase(run, kept)
+		s.setBase(run, trust)
 	}
 	s.artifact("verify-base.json", s.out.Base)
 	return env, nil
@@ -108,62 +112,91 @@ func (s *jobState) ready(ctx context.Context, env *sandboxEnv, steps []repoconfi
 
 // verifyBase verifies the base commit — in env's sandbox, or, when the
 // baseline is another commit (a pull request's base), in a container of
-// its own — and says whether the run it returns had a kept setup. A base
+// its own — and says how far the run it returns can be trusted. A base
 // verified with a kept setup restored from the repository's cache is
-// trusted only when nothing fails: a spoiled kept setup could make a test
-// fail on the base and on the change alike and so hide the change
-// breaking it. Otherwise the base is verified again with setup from
-// scratch (confirm), from a pristine copy, and that run is the baseline;
-// the change is then verified with setup from scratch too.
-func (s *jobState) verifyBase(ctx context.Context, env *sandboxEnv, base *checkout, snap *earlySnapshot) (verify.Run, bool, error) {
+// trusted only when nothing fails (settle); otherwise the base is
+// verified again with setup from scratch, from a pristine copy, and that
+// run is the baseline; the change is then verified with setup from
+// scratch too. When no pristine copy can be made, the run with the kept
+// setup stays the baseline, unconfirmed: the change is still verified
+// with setup from scratch, and judge lets none of the base's failures
+// excuse the change's.
+func (s *jobState) verifyBase(ctx context.Context, env *sandboxEnv, base *checkout, snap *earlySnapshot) (verify.Run, baseTrust, error) {
 	if base != nil {
-		run, key, err := s.verifyElsewhere(ctx, *base)
-		if err != nil || key == "" || run.Passed {
-			return run, key != "", err
+		be, err := s.startEnv(ctx, *base)
+		if err != nil {
+			return verify.Run{}, baseSetUp, fmt.Errorf("baseline sandbox: %w", err)
+		}
+		defer be.close()
+		run, err := s.baseline(ctx, be.sess, be.setup, be.cmds, s.smokeSource(base.dir))
+		if err != nil {
+			return run, baseSetUp, err
 		}
 		// BaselineDir is never edited: it is the pristine copy.
-		fresh, sess, _, err := s.confirm(ctx, *base, run, key)
-		if err != nil {
-			return verify.Run{}, false, err
-		}
-		sess.Close(context.Background())
-		return fresh, false, nil
+		run, err = s.settle(ctx, be, run, asIs(*base))
+		return run, trustOf(be), err
 	}
 	run, err := s.baseline(ctx, env.sess, env.setup, env.cmds, snap.source())
-	if err != nil || env.restored == "" || run.Passed {
-		return run, env.restored != "", err
+	if err != nil {
+		return run, baseSetUp, err
 	}
 	// The model may be editing Dir by now: the base comes from Pristine.
-	dir, err := os.MkdirTemp("", "selfcode-base-")
-	if err != nil {
-		return verify.Run{}, false, err
+	settled, err := s.settle(ctx, env, run, s.pristineBase)
+	if errors.Is(err, errNoPristine) {
+		s.log.Warn("the base fails with a kept setup and cannot be verified again; its failures excuse none of the change's", "err", err)
+		return run, baseUnconfirmed, nil
 	}
-	defer os.RemoveAll(dir)
-	if err := s.in.Pristine(ctx, dir); err != nil {
-		return verify.Run{}, false, fmt.Errorf("a pristine copy of the base: %w", err)
-	}
-	c := checkout{dir: dir, cmds: s.verifyCommands(dir), steps: s.cfg.SetupSteps(dir)}
-	fresh, sess, setup, err := s.confirm(ctx, c, run, env.restored)
-	if err != nil {
-		return verify.Run{}, false, err
-	}
-	// The fresh sandbox holds the base with its setup run, as env's did:
-	// the change is verified there.
-	env.close()
-	env.sess, env.setup, env.restored, env.cmds = sess, setup, "", c.cmds
-	return fresh, false, nil
+	return settled, trustOf(env), err
 }
 
-// verifyElsewhere verifies checkout c in a container of its own, and says
-// which kept setup it restored ("": none).
-func (s *jobState) verifyElsewhere(ctx context.Context, c checkout) (verify.Run, string, error) {
-	bs, setup, restored, err := s.start(ctx, c.dir, c.steps, nil)
-	if err != nil {
-		return verify.Run{}, "", fmt.Errorf("baseline sandbox: %w", err)
+// baseTrust is how far a job's baseline can be trusted, and so whether it
+// is kept in the baseline cache.
+type baseTrust int
+
+const (
+	// baseSetUp: made with setup run from scratch (or taken from the
+	// cache); kept at once.
+	baseSetUp baseTrust = iota
+	// baseKept: made with a kept setup, and nothing failed; kept at the
+	// job's end unless the job finds that setup spoiled (keepBase).
+	baseKept
+	// baseUnconfirmed: made with a kept setup, something failed, and it
+	// could not be verified again (no pristine copy): never kept, and its
+	// failures excuse none of the change's (judge).
+	baseUnconfirmed
+)
+
+// trustOf is the trust of a settled run made in env.
+func trustOf(env *sandboxEnv) baseTrust {
+	if env.restored != "" {
+		return baseKept
 	}
-	defer bs.Close(context.Background())
-	run, err := s.baseline(ctx, bs, setup, c.cmds, s.smokeSource(c.dir))
-	return run, restored, err
+	return baseSetUp
+}
+
+// errNoPristine: no pristine copy of the base could be made.
+var errNoPristine = errors.New("no pristine copy of the base")
+
+// pristineBase writes the base commit's files, as Pristine gives them,
+// into a new directory in the job's scratch space (Input.Scratch: the
+// data directory, not the host's /tmp, for a server's job), and returns
+// that checkout with a function that removes it.
+func (s *jobState) pristineBase(ctx context.Context) (checkout, func(), error) {
+	dir, err := os.MkdirTemp(s.in.Scratch, "base-")
+	if err != nil {
+		return checkout{}, nil, fmt.Errorf("%w: %w", errNoPristine, err)
+	}
+	remove := func() { os.RemoveAll(dir) }
+	if err := s.in.Pristine(ctx, dir); err != nil {
+		remove()
+		return checkout{}, nil, fmt.Errorf("%w: %w", errNoPristine, err)
+	}
+	return checkout{dir: dir, cmds: s.verifyCommands(dir), steps: s.cfg.SetupSteps(dir)}, remove, nil
+}
+
+// asIs gives checkout c, which nothing edits, as its own pristine copy.
+func asIs(c checkout) func(context.Context) (checkout, func(), error) {
+	return func(context.Context) (checkout, func(), error) { return c, func() {}, nil }
 }
 
 // smokeSource is dir's build context for the smoke stage, when it runs.
@@ -174,27 +207,54 @@ func (s *jobState) smokeSource(dir string) contextSource {
 	return s.fromDir(dir)
 }
 
-// confirm verifies checkout c (pristine) again in a new sandbox whose
-// setup runs from scratch, after its run with the kept setup key showed
-// failures, and returns that run with the sandbox (the caller closes it)
-// and its setup. The kept setup is forgotten when the two runs differ;
-// either way the job sets up from scratch from now on.
-func (s *jobState) confirm(ctx context.Context, c checkout, kept verify.Run, key string) (verify.Run, Session, []verify.CommandResult, error) {
+// startEnv starts a container for checkout c (startEnv's caller closes
+// it) with c's setup run or restored.
+func (s *jobState) startEnv(ctx context.Context, c checkout) (*sandboxEnv, error) {
+	sess, setup, restored, err := s.start(ctx, c.dir, c.steps, nil)
+	if err != nil {
+		return nil, err
+	}
+	return &sandboxEnv{sess: sess, setup: setup, cmds: c.cmds, restored: restored}, nil
+}
+
+// settle returns what to trust of run, made in env: run itself when env's
+// setup ran, or was restored and nothing fails. A run with a kept setup in
+// which something fails is not trusted: a spoiled kept setup could make a
+// test fail on the base and on the change alike and so hide the change
+// breaking it. Then the checkout (pristine, as pristine gives it with a
+// function that removes it) is verified again in a new sandbox whose setup
+// runs from scratch, which replaces env's (closed), and that run is
+// returned; the kept setup is forgotten when the two runs differ, and
+// either way the job sets up from scratch from now on. When pristine
+// fails, env is left as it was and the error is returned.
+func (s *jobState) settle(ctx context.Context, env *sandboxEnv, run verify.Run, pristine func(context.Context) (checkout, func(), error)) (verify.Run, error) {
+	if env.restored == "" || run.Passed {
+		return run, nil
+	}
+	key := env.restored
 	s.log.Info("the base fails with a kept setup; verifying it again with setup from scratch", "key", key)
 	s.noRestore = true
-	sess, setup, _, err := s.start(ctx, c.dir, c.steps, nil)
+	c, remove, err := pristine(ctx)
 	if err != nil {
-		return verify.Run{}, nil, nil, fmt.Errorf("baseline sandbox: %w", err)
+		return verify.Run{}, err
 	}
-	fresh, err := s.baseline(ctx, sess, setup, c.cmds, s.smokeSource(c.dir))
+	defer remove()
+	env.close()
+	fresh, err := s.startEnv(ctx, c)
 	if err != nil {
-		sess.Close(context.Background())
-		return verify.Run{}, nil, nil, err
+		return verify.Run{}, fmt.Errorf("baseline sandbox: %w", err)
 	}
-	if differ(fresh, kept) {
-		s.forgetSetup(ctx, sess, key)
+	// The fresh sandbox holds the base with its setup run, as env's did:
+	// the change is verified there.
+	env.sess, env.setup, env.cmds, env.restored = fresh.sess, fresh.setup, fresh.cmds, ""
+	again, err := s.baseline(ctx, env.sess, env.setup, env.cmds, s.smokeSource(c.dir))
+	if err != nil {
+		return verify.Run{}, err
 	}
-	return fresh, sess, setup, nil
+	if differ(again, run) {
+		s.forgetSetup(ctx, env.sess, key)
+	}
+	return again, nil
 }
 
 // differ reports whether two runs of the same commands fail differently:
@@ -280,11 +340,14 @@ func (e *sandboxEnv) close() {
 }
 
 // verifyCommands are the verification commands for the checkout at dir.
-func (s *jobState) verifyCommands(dir string) []verify.Command {
+func (s *jobState) verifyCommands(dir string) []verify.Command { return verifyCommands(s.cfg, dir) }
+
+// verifyCommands are cfg's verification commands for the checkout at dir.
+func verifyCommands(cfg *repoconfig.Config, dir string) []verify.Command {
 	var cmds []verify.Command
-	for _, c := range s.cfg.VerifyCommands(dir) {
+	for _, c := range cfg.VerifyCommands(dir) {
 		cmds = append(cmds, verify.Command{Name: c.Name, Run: c.Run, Timeout: c.Timeout, Kind: commandKind(c.Kind),
-			Reports: c.Reports, Runner: string(c.Runner), OutputBytes: s.cfg.Limits.OutputBytes})
+			Reports: c.Reports, Runner: string(c.Runner), OutputBytes: cfg.Limits.OutputBytes})
 	}
 	return cmds
 }
@@ -460,16 +523,19 @@ func setupKey(dir string, steps []repoconfig.SetupStep) (string, error) {
 }
 
 // setBase records the baseline and keeps it in the baseline cache — at
-// once when its setup ran, or at the end of the job when its setup was
+// once when its setup ran, at the end of the job when its setup was
 // restored from the repository's cache (keepBase), so that a kept setup
-// found spoiled meanwhile (spoiledSetup) never leaves its baseline behind.
-func (s *jobState) setBase(base verify.Run, restored bool) {
+// found spoiled meanwhile (spoiledSetup) never leaves its baseline behind,
+// and never when it is unconfirmed.
+func (s *jobState) setBase(base verify.Run, trust baseTrust) {
 	s.out.Base = &base
-	if restored {
+	s.baseTrust = trust
+	switch trust {
+	case baseKept:
 		s.pendingBase = true
-		return
+	case baseSetUp:
+		s.storeBase()
 	}
-	s.storeBase()
 }
 
 // keepBase stores a baseline made with a restored setup unless the job
@@ -488,23 +554,24 @@ func (s *jobState) storeBase() {
 	}
 }
 
-// baselineKey keys commit sha's baseline in the baseline cache: the
-// repository's own (never another's), the configuration as it runs here
-// (baselineHash) and the ID of the sandbox image. nil when there is no
+// baselineKey keys the baseline of commit sha, checked out as c, in the
+// baseline cache: the repository's own (never another's), the
+// configuration and c's commands as they run here (baselineHash) and the
+// ID of the sandbox image. nil when there is no
 // cache, no commit or repository name, or the image cannot be told apart
-// from another: then the base is verified every time.
-func (s *jobState) baselineKey(ctx context.Context, sha string) *verify.Key {
+// from another (the sandbox cannot say its ID): then the base is verified
+// every time, as a rebuilt image must be.
+func (s *jobState) baselineKey(ctx context.Context, sha string, c checkout) *verify.Key {
 	if s.p.o.Baseline == nil || sha == "" || s.in.Repository == "" {
 		return nil
 	}
-	k := verify.Key{Repository: s.in.Repository, SHA: sha, Config: s.baselineHash()}
-	if r, ok := s.p.o.Sandbox.(ImageResolver); ok {
-		id, err := r.ImageID(ctx, s.cfg.Image)
-		if err != nil {
-			s.log.Warn("no baseline cache: the sandbox image is unknown", "err", err)
-			return nil
-		}
-		k.Image = id
+	id, err := s.p.o.Sandbox.ImageID(ctx, s.cfg.Image)
+	if err == nil && id == "" {
+		err = errors.New("the sandbox gave no image ID")
 	}
-	return &k
+	if err != nil {
+		s.log.Warn("no baseline cache: the sandbox image is unknown", "err", err)
+		return nil
+	}
+	return &verify.Key{Repository: s.in.Repository, SHA: sha, Config: s.baselineHash(c), Image: id}
 }

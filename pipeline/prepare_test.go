@@ -234,7 +234,7 @@ func TestRestoredSetupSuspectedBeforeBlame(t *testing.T) {
 			out, dir := runWithBaselines(t, ctx, &gatedModel{ctx: ctx, sb: sb, noGate: true}, sb, false, baselines, cfg)
 			// A baseline made with a spoiled kept setup is not kept.
 			base := strings.TrimSpace(gitOut(t, dir, "rev-parse", "HEAD"))
-			if _, kept, err := baselines.Get(verify.Key{Repository: "o/calc", SHA: base, Config: cfg.Hash()}); err != nil || kept != tt.baseKept {
+			if _, kept, err := baselines.Get(verify.Key{Repository: "o/calc", SHA: base, Config: pipeline.BaselineHash(cfg, dir), Image: eventImage}); err != nil || kept != tt.baseKept {
 				t.Errorf("baseline kept: %v (%v), want %v", kept, err, tt.baseKept)
 			}
 			sb.mu.Lock()
@@ -284,7 +284,7 @@ func TestFailingBaseWithAKeptSetupIsVerifiedAfresh(t *testing.T) {
 			cfg, baselines := setupJob(t)
 			var pristines atomic.Int32
 			var baseSHA string
-			out, _ := runWithInput(t, ctx, &gatedModel{ctx: ctx, sb: sb, noGate: true}, pipeline.Options{Sandbox: sb, Baseline: baselines},
+			out, dir := runWithInput(t, ctx, &gatedModel{ctx: ctx, sb: sb, noGate: true}, pipeline.Options{Sandbox: sb, Baseline: baselines},
 				func(in *pipeline.Input) {
 					export := in.Pristine
 					in.Pristine = func(ctx context.Context, dst string) error {
@@ -300,7 +300,7 @@ func TestFailingBaseWithAKeptSetupIsVerifiedAfresh(t *testing.T) {
 			if out.Verdict != tt.verdict {
 				t.Errorf("verdict %q, want %q (%+v)", out.Verdict, tt.verdict, out.Comparison)
 			}
-			if run, kept, err := baselines.Get(verify.Key{Repository: "o/calc", SHA: baseSHA, Config: cfg.Hash()}); err != nil || !kept || run.Passed != tt.basePassed {
+			if run, kept, err := baselines.Get(verify.Key{Repository: "o/calc", SHA: baseSHA, Config: pipeline.BaselineHash(cfg, dir), Image: eventImage}); err != nil || !kept || run.Passed != tt.basePassed {
 				t.Errorf("baseline kept %v (%v), passed %v: want the one set up from scratch kept, passed %v", kept, err, run.Passed, tt.basePassed)
 			}
 			sb.mu.Lock()
@@ -343,7 +343,7 @@ func TestCheckDoubtsAFailingKeptSetup(t *testing.T) {
 	if !res.Run.Passed {
 		t.Errorf("the check says what the spoiled kept setup made of it: %+v", res.Run)
 	}
-	if run, kept, err := baselines.Get(verify.Key{Repository: "o/calc", SHA: base, Config: cfg.Hash()}); err != nil || !kept || !run.Passed {
+	if run, kept, err := baselines.Get(verify.Key{Repository: "o/calc", SHA: base, Config: pipeline.BaselineHash(cfg, dir), Image: eventImage}); err != nil || !kept || !run.Passed {
 		t.Errorf("kept %v (%v), passed %v: want the fresh run kept", kept, err, run.Passed)
 	}
 	sb.mu.Lock()
@@ -364,7 +364,8 @@ func (s imagedSandbox) ImageID(ctx context.Context, image string) (string, error
 
 // A base commit's baseline is found again only by the same repository on
 // the same sandbox image: a fork with the same commits, or the image
-// rebuilt, verifies the base afresh.
+// rebuilt, verifies the base afresh, and so does every job on a sandbox
+// that cannot say its image's ID.
 func TestBaselineCacheIsPerRepositoryAndImage(t *testing.T) {
 	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
@@ -382,6 +383,8 @@ func TestBaselineCacheIsPerRepositoryAndImage(t *testing.T) {
 		{"fork/calc", "sha256:one", false},
 		{"o/calc", "sha256:rebuilt", false},
 		{"fork/calc", "sha256:one", true},
+		{"o/calc", "", false},
+		{"o/calc", "", false},
 	} {
 		sb := newEventSandbox(false)
 		out, _ := runWithInput(t, ctx, &gatedModel{ctx: ctx, sb: sb, noGate: true},
@@ -615,6 +618,13 @@ func newEventSandbox(holdCopy bool) *eventSandbox {
 }
 
 func (s *eventSandbox) once(o *sync.Once, ch chan struct{}) { o.Do(func() { close(ch) }) }
+
+// eventImage is the ID of an eventSandbox's image.
+const eventImage = "sha256:event"
+
+func (s *eventSandbox) ImageID(ctx context.Context, image string) (string, error) {
+	return eventImage, nil
+}
 
 func (s *eventSandbox) Start(ctx context.Context, spec pipeline.SandboxSpec) (pipeline.Session, error) {
 	s.mu.Lock()

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/selfcode/selfcode/internal/shortlist"
 	"github.com/selfcode/selfcode/pipeline/chat"
 	"github.com/selfcode/selfcode/pipeline/radius"
 	"github.com/selfcode/selfcode/pipeline/stage"
@@ -71,18 +72,11 @@ func (s *jobState) checkScope(ctx context.Context, plan *Plan) Scope {
 		sc.Unread = res.Skipped
 		if len(res.Radius) > sc.Limit {
 			wide = append(wide, fmt.Sprintf("its blast radius is %d packages (limit %d): %s",
-				len(res.Radius), sc.Limit, strings.Join(abbreviate(res.Radius, 10), ", ")))
+				len(res.Radius), sc.Limit, strings.Join(shortlist.Abbreviate(res.Radius, 10), ", ")))
 		}
 	}
 	sc.TooWide = strings.Join(wide, "; ")
 	return sc
-}
-
-func abbreviate(list []string, n int) []string {
-	if len(list) <= n {
-		return list
-	}
-	return append(append([]string(nil), list[:n]...), fmt.Sprintf("and %d more", len(list)-n))
 }
 
 // guardScope checks the plan before any edit. A plan beyond the limits gets
@@ -128,7 +122,7 @@ func (s *jobState) narrow(ctx context.Context, msgs []chat.Message, plan *Plan, 
 		return nil, err
 	}
 	ask, err := s.p.o.Prompts.Render(prompts.PlanNarrow, map[string]any{
-		"Reason": sc.TooWide, "BlastRadius": abbreviate(sc.BlastRadius, 20), "MaxFiles": s.cfg.Limits.MaxFiles,
+		"Reason": sc.TooWide, "BlastRadius": shortlist.Abbreviate(sc.BlastRadius, 20), "MaxFiles": s.cfg.Limits.MaxFiles,
 	})
 	if err != nil {
 		return nil, err

@@ -2,8 +2,13 @@ package pipeline
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
 	"sync"
 
+	"github.com/selfcode/selfcode/pipeline/repoconfig"
 	"github.com/selfcode/selfcode/pipeline/smoke"
 	"github.com/selfcode/selfcode/pipeline/verify"
 )
@@ -43,16 +48,45 @@ func (s *jobState) decideSmoke(ctx context.Context) {
 	}
 }
 
-// baselineHash keys the baseline cache: the configuration as it runs
-// here, so that a base verified without its smoke stage (switched off, or
-// an engine that could not) is not taken for one verified with it.
-func (s *jobState) baselineHash() string {
-	if s.cfg.Smoke == nil || s.smoke.on {
-		return s.cfg.Hash()
+// baselineHash keys the baseline of checkout c in the baseline cache: the
+// configuration as it runs here, so that a base verified without its
+// smoke stage (switched off, or an engine that could not) is not taken for
+// one verified with it, and c's setup steps and verify commands as they
+// run (baselineHash).
+func (s *jobState) baselineHash(c checkout) string {
+	cfg := s.cfg
+	if cfg.Smoke != nil && !s.smoke.on {
+		without := *cfg
+		without.Smoke = nil
+		cfg = &without
 	}
-	c := *s.cfg
-	c.Smoke = nil
-	return c.Hash()
+	return baselineHash(cfg, c.steps, c.cmds)
+}
+
+// baselineVersion names how a baseline is made and read beyond what its
+// commands show (how a report is parsed, what a setup step is given):
+// bump it when that changes, so that no change is compared with a baseline
+// made the old way.
+const baselineVersion = "selfcode-baseline-v1"
+
+// baselineHash digests what a baseline's run depends on besides the
+// commit, the repository and the image: what the configuration file
+// declares (Config.Hash, its smoke stage included) and the setup steps and
+// verify commands resolved from it and the tree, inferred ones included —
+// a change to inference (a new flag on an inferred command) is another
+// key, never a baseline made with the old commands.
+func baselineHash(cfg *repoconfig.Config, steps []repoconfig.SetupStep, cmds []verify.Command) string {
+	b, err := json.Marshal(struct {
+		Version  string
+		Config   string
+		Steps    []repoconfig.SetupStep
+		Commands []verify.Command
+	}{baselineVersion, cfg.Hash(), steps, cmds})
+	if err != nil {
+		panic(fmt.Sprintf("encode the baseline key: %v", err)) // plain structs: cannot fail
+	}
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:])
 }
 
 // contextSource gives the smoke stage its build context.

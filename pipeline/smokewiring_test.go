@@ -173,8 +173,8 @@ func TestSmokeInTheJob(t *testing.T) {
 			base := strings.TrimSpace(gitOut(t, dir, "rev-parse", "HEAD"))
 			noSmoke := *cfg
 			noSmoke.Smoke = nil
-			_, withStage, _ := baselines.Get(verify.Key{Repository: "o/calc", SHA: base, Config: cfg.Hash()})
-			_, without, _ := baselines.Get(verify.Key{Repository: "o/calc", SHA: base, Config: noSmoke.Hash()})
+			_, withStage, _ := baselines.Get(verify.Key{Repository: "o/calc", SHA: base, Config: pipeline.BaselineHash(cfg, dir), Image: eventImage})
+			_, without, _ := baselines.Get(verify.Key{Repository: "o/calc", SHA: base, Config: pipeline.BaselineHash(&noSmoke, dir), Image: eventImage})
 			if ran := tt.off == "" && tt.unavailable == nil; withStage != ran || without == ran {
 				t.Errorf("baseline kept with the smoke stage: %v, without: %v", withStage, without)
 			}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -375,7 +376,7 @@ func (e *evaluator) checkBase(ctx context.Context, c Candidate, ws *workspace, c
 		return verify.Run{}, verify.Run{}, fmt.Errorf("check the base: %w", err)
 	}
 	withTests, err := e.checker.Check(ctx, pipeline.CheckInput{JobID: jobID(c, "tests"), Repository: e.o.Repository,
-		Dir: ws.withTests, Config: cfg, Key: withTestsKey(c.Commit)})
+		Dir: ws.withTests, Config: cfg, Key: withTestsKey(c.Commit, paths(c.Tests))})
 	if err != nil {
 		return verify.Run{}, verify.Run{}, fmt.Errorf("check the base with the held-back tests: %w", err)
 	}
@@ -391,7 +392,7 @@ func (e *evaluator) attempt(ctx context.Context, c Candidate, ws *workspace, cfg
 		return nil, nil, err
 	}
 	out, err := p.Run(ctx, localrun.Input(localrun.Job{ID: jobID(c, "run"), Repository: e.o.Repository, Task: task,
-		Dir: ws.dir, BaseSHA: c.Base, Config: cfg, Logger: e.o.Logger}))
+		Dir: ws.dir, BaseSHA: c.Base, Config: cfg, Logger: e.o.Logger, Scratch: ws.root}))
 	return out, meter.snapshot(), err
 }
 
@@ -487,10 +488,12 @@ func retryable(ctx context.Context, err error) bool {
 	return false
 }
 
-// withTestsKey keys the base with a commit's tests applied in the
-// baseline cache: the tree follows from the commit alone.
-func withTestsKey(commit string) string {
-	return sha256Hex("selfcode-eval-base-with-tests\x00" + commit)
+// withTestsKey keys the base with a commit's held-back tests applied in
+// the baseline cache: the tree follows from the commit and the held-back
+// paths (which files the test-file classifier held back, in any order).
+func withTestsKey(commit string, heldBack []string) string {
+	sorted := slices.Sorted(slices.Values(heldBack))
+	return sha256Hex("selfcode-eval-base-with-tests\x00" + commit + "\x00" + strings.Join(sorted, "\x00"))
 }
 
 // jobID names a task's sandbox containers and its pipeline run.

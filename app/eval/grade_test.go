@@ -38,6 +38,24 @@ func tests(name string, specs ...string) verify.CommandResult {
 	return c
 }
 
+// jest is a jest command's results: "file:title" passes, "!file:title"
+// fails; a file fails when a test in it does.
+func jest(specs ...string) verify.CommandResult {
+	c := verify.CommandResult{Name: "test", Passed: true, Tests: testreport.New(testreport.FormatJest)}
+	for _, s := range specs {
+		st := testreport.Pass
+		if s[0] == '!' {
+			st, s, c.Passed = testreport.Fail, s[1:], false
+		}
+		file, title, _ := strings.Cut(s, ":")
+		c.Tests.Tests[testreport.ID{Suite: file, Name: title}] = st
+		if c.Tests.Suites[file] != testreport.Fail {
+			c.Tests.Suites[file] = st
+		}
+	}
+	return c
+}
+
 // calcTest is the held-back calc_test.go of most cases: TestNew is new,
 // TestT gains a "new" case.
 var calcTest = heldBackFiles{{Path: "calc_test.go",
@@ -66,6 +84,10 @@ func TestGrade(t *testing.T) {
 			"func TestT(t *testing.T) { for _, c := range []string{\"kept\"} { t.Run(c, nil) } }\n"}}
 	// The commit deletes a test file of its own.
 	deleting := heldBackFiles{{Path: "sub_test.go", Before: "func TestSub(t *testing.T) {}\n"}, calcTest[0]}
+	// The commit renames util.test.js's "works" and adds a test there.
+	utilJS := heldBackFiles{{Path: "src/util.test.js",
+		Before: "describe(\"util\", () => {\n  test(\"works\", () => {});\n});\n",
+		After:  "describe(\"util\", () => {\n  test(\"trims\", () => {});\n  test(\"pads\", () => {});\n});\n"}}
 	cases := []struct {
 		name                    string
 		base, withTests, result verify.Run
@@ -156,6 +178,19 @@ func TestGrade(t *testing.T) {
 		{"a result whose tests timed out fixes nothing and breaks what passed",
 			run(tests("test", "TestOld")), run(tests("test", "TestOld", "!TestNew")), run(verify.CommandResult{Name: "test", TimedOut: true}), nil,
 			false, nil, []string{"TestOld"}},
+		// Only the held-back file of a test's own suite tells that the
+		// commit removed it: a title as common as "works" renamed in
+		// another file does not excuse the model deleting parser's.
+		{"a test the model deletes, whose title a held-back file of another suite drops",
+			run(jest("src/parser.test.js:parser › works", "src/util.test.js:util › works")),
+			run(jest("src/parser.test.js:parser › works", "src/util.test.js:util › trims", "!src/util.test.js:util › pads")),
+			run(jest("src/util.test.js:util › trims", "src/util.test.js:util › pads")), utilJS,
+			false, []string{"util › pads (src/util.test.js)"}, []string{"parser › works (src/parser.test.js)"}},
+		{"the held-back file renames a test of its own suite",
+			run(jest("src/parser.test.js:parser › works", "src/util.test.js:util › works")),
+			run(jest("src/parser.test.js:parser › works", "src/util.test.js:util › trims", "!src/util.test.js:util › pads")),
+			run(jest("src/parser.test.js:parser › works", "src/util.test.js:util › trims", "src/util.test.js:util › pads")), utilJS,
+			true, []string{"util › pads (src/util.test.js)"}, nil},
 		{"commands of one name are matched in order",
 			run(tests("test", "TestOld"), tests("test", "TestB")), run(tests("test", "TestOld"), tests("test", "TestB", "!TestNew")),
 			run(tests("test", "TestOld"), tests("test", "TestB", "TestNew")), nil,
@@ -206,6 +241,49 @@ func TestHeldBackFiles(t *testing.T) {
 		}
 		if got := tc.files.removed(id(tc.name)); got != tc.removed {
 			t.Errorf("%s: removed %v, want %v", tc.name, got, tc.removed)
+		}
+	}
+
+	// Where the suite names its held-back file (a test file, a Go
+	// package's directory, a Python module), only that file counts, and
+	// only the test's own (innermost) name.
+	js2 := heldBackFiles{
+		{Path: "src/parser.test.js", Before: "describe(\"parser\", () => {\n  test(\"works\", () => {});\n});\n",
+			After: "describe(\"parser\", () => {\n  test(\"works\", () => {});\n});\n"},
+		{Path: "src/util.test.js", Before: "describe(\"util\", () => {\n  test(\"works\", () => {});\n});\n",
+			After: "describe(\"util\", () => {\n  test(\"trims\", () => {});\n});\n"},
+	}
+	go2 := heldBackFiles{
+		{Path: "server/server_test.go", Before: "func TestServe(t *testing.T) {}\nfunc TestGone(t *testing.T) {}\n", After: "func TestServe(t *testing.T) {}\n"},
+		{Path: "client/client_test.go", Before: "func TestGone(t *testing.T) {}\n", After: "func TestGone(t *testing.T) {}\nfunc TestDial(t *testing.T) {}\n"},
+	}
+	for _, tc := range []struct {
+		files          heldBackFiles
+		suite, name    string
+		names, removed bool
+	}{
+		{js2, "src/parser.test.js", "parser › works", true, false},
+		{js2, "src/util.test.js", "util › works", true, true},
+		{js2, "/work/src/util.test.js", "util › works", true, true}, // an absolute path
+		{js2, "src/other.test.js", "other › works", false, false},   // a test file not held back
+		{go2, "example.com/m/client", "TestGone", true, false},
+		{go2, "example.com/m/server", "TestGone", false, true},
+		{go2, "example.com/m", "TestGone", true, true}, // the root package: any file may hold it
+		{py, "tests.test_calc.TestOps", "test_sub", false, true},
+		{py, "tests.other.TestOps", "test_sub", false, true}, // no file named: any
+		{js, "calc.test.js", "calc › subtracts", true, true},
+		// The describe block is renamed, the test's own title stays: only
+		// the innermost name counts, so nothing is excused (an unresolved
+		// grade at worst, never a wrongly resolved one).
+		{heldBackFiles{{Path: "calc.test.js", Before: "describe(\"v1\", () => {\n  test(\"adds\", () => {});\n});\n",
+			After: "describe(\"v2\", () => {\n  test(\"adds\", () => {});\n});\n"}}, "calc.test.js", "v1 › adds", false, false},
+	} {
+		id := testreport.ID{Suite: tc.suite, Name: tc.name}
+		if got := tc.files.names(id); got != tc.names {
+			t.Errorf("%s: names %v, want %v", id, got, tc.names)
+		}
+		if got := tc.files.removed(id); got != tc.removed {
+			t.Errorf("%s: removed %v, want %v", id, got, tc.removed)
 		}
 	}
 }

@@ -48,15 +48,15 @@ func readHeldBack(ctx context.Context, top string, c Candidate) (heldBackFiles, 
 	return out, nil
 }
 
-// names reports whether a held-back file names the test after the
-// commit: its first name (a Go test function, a pytest function or class,
-// a describe block or test title).
+// names reports whether a held-back file of the test's suite (of).names
+// the test after the commit: its first name (a Go test function, a pytest
+// function or class, a describe block or test title).
 func (fs heldBackFiles) names(id testreport.ID) bool {
 	parts := nameParts(id.Name)
 	if len(parts) == 0 {
 		return false
 	}
-	for _, f := range fs {
+	for _, f := range fs.of(id.Suite) {
 		if mentions(f.After, parts[0]) {
 			return true
 		}
@@ -65,11 +65,14 @@ func (fs heldBackFiles) names(id testreport.ID) bool {
 }
 
 // removed reports whether the commit removed or renamed the test in a
-// held-back file: a part of its name is in the file before the commit and
-// not after it (a deleted file has nothing after it).
+// held-back file of its suite (of): the innermost part of its name — the
+// test itself, not a describe block, class or parent test it shares with
+// others — is in the file before the commit and not after it (a deleted
+// file has nothing after it). A title as common as "works" elsewhere in
+// the held-back files excuses nothing.
 func (fs heldBackFiles) removed(id testreport.ID) bool {
-	for _, p := range nameParts(id.Name) {
-		for _, f := range fs {
+	for _, p := range innermost(id.Name) {
+		for _, f := range fs.of(id.Suite) {
 			if mentions(f.Before, p) && !mentions(f.After, p) {
 				return true
 			}
@@ -78,28 +81,85 @@ func (fs heldBackFiles) removed(id testreport.ID) bool {
 	return false
 }
 
+// of are the held-back files that hold the tests of suite, where that is
+// known: a suite that is a test file (pytest, Jest, mocha) is that file
+// alone, and none when it is not held back; a Go package's import path
+// ends with its files' directory, a Python module's dotted name (and a
+// class in it) begins with its file's path. A suite none of them names
+// (a Go package at the module's root, a JUnit classname) may be in any.
+func (fs heldBackFiles) of(suite string) heldBackFiles {
+	if suite == "" {
+		return fs
+	}
+	var out heldBackFiles
+	for _, f := range fs {
+		if holds(f.Path, suite) {
+			out = append(out, f)
+		}
+	}
+	if out == nil && !sourceExts[path.Ext(suite)] {
+		return fs
+	}
+	return out
+}
+
+// holds reports whether the file at p holds tests of suite.
+func holds(p, suite string) bool {
+	if suite == p || strings.HasSuffix(suite, "/"+p) {
+		return true // the test file itself (relative, or absolute)
+	}
+	switch path.Ext(p) {
+	case ".go":
+		dir := path.Dir(p)
+		return dir != "." && (suite == dir || strings.HasSuffix(suite, "/"+dir))
+	case ".py":
+		mod := strings.ReplaceAll(strings.TrimSuffix(p, ".py"), "/", ".")
+		return suite == mod || strings.HasPrefix(suite, mod+".")
+	}
+	return false
+}
+
 // nameSeps join the parts of a test's name: Go subtests, pytest classes,
 // Jest and Vitest describe blocks.
 var nameSeps = strings.NewReplacer("/", "\x00", "::", "\x00", " › ", "\x00", " > ", "\x00")
 
-// nameParts splits a test's name into what its source spells: each part
-// without pytest's parameters ("test_x[1-2]"); Go writes a subtest's
-// spaces as underscores, so those parts come with spaces too.
+// nameParts splits a test's name into what its source spells, outermost
+// first: each part's spellings.
 func nameParts(name string) []string {
 	var out []string
 	for _, p := range strings.Split(nameSeps.Replace(name), "\x00") {
-		if i := strings.IndexByte(p, '['); i > 0 {
-			p = p[:i]
-		}
-		if p = strings.TrimSpace(p); p == "" {
-			continue
-		}
-		out = append(out, p)
-		if strings.Contains(p, "_") {
-			out = append(out, strings.ReplaceAll(p, "_", " "))
-		}
+		out = append(out, spellings(p)...)
 	}
 	return out
+}
+
+// innermost is the spellings of the last part of a test's name: the test
+// itself.
+func innermost(name string) []string {
+	parts := strings.Split(nameSeps.Replace(name), "\x00")
+	for i := len(parts) - 1; i >= 0; i-- {
+		if sp := spellings(parts[i]); len(sp) > 0 {
+			return sp
+		}
+	}
+	return nil
+}
+
+// spellings are how a part of a test's name may stand in its source:
+// without pytest's parameters ("test_x[1-2]"); Go writes a subtest's
+// spaces as underscores, so a part with underscores comes with spaces
+// too. None for an empty part.
+func spellings(p string) []string {
+	if i := strings.IndexByte(p, '['); i > 0 {
+		p = p[:i]
+	}
+	if p = strings.TrimSpace(p); p == "" {
+		return nil
+	}
+	if strings.Contains(p, "_") {
+		return []string{p, strings.ReplaceAll(p, "_", " ")}
+	}
+	return []string{p}
 }
 
 // mentions reports whether text holds word, not as part of a longer

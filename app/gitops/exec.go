@@ -146,7 +146,7 @@ func (g *Git) run(ctx context.Context, c call) (result, error) {
 		}
 	}
 	if c.gitDir != "" {
-		opts, err := driverOptions(ctx, g.gitPath, c.gitDir)
+		opts, err := g.drivers.options(ctx, g.gitPath, c.gitDir)
 		if err != nil {
 			return result{}, err
 		}
@@ -194,33 +194,51 @@ func (g *Git) run(ctx context.Context, c call) (result, error) {
 // run. (Diff drivers and diff.external never run: every diff selfcode
 // makes passes --no-ext-diff --no-textconv, and git log and commit make
 // none.) A name git's -c syntax cannot carry (it holds "=") refuses the
-// call.
+// call. Git's calls take them from its driverCache.
 func driverOptions(ctx context.Context, gitPath, gitDir string) ([]string, error) {
+	opts, _, err := readDrivers(ctx, gitPath, gitDir)
+	return opts, err
+}
+
+// readDrivers reads gitDir's configuration for driverOptions, and says
+// which files it came from or could have: every file git read, and every
+// file an include names (read or not: missing, or its condition false).
+func readDrivers(ctx context.Context, gitPath, gitDir string) (opts, files []string, err error) {
 	cmd := exec.CommandContext(ctx, gitPath, append(append([]string(nil), hardening...),
-		"--git-dir="+gitDir, "config", "--list", "--name-only", "-z")...)
+		"--git-dir="+gitDir, "config", "--list", "--show-origin", "-z")...)
 	cmd.Env = baseEnv()
 	cmd.WaitDelay = 5 * time.Second
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()
 	if err != nil {
-		return nil, fmt.Errorf("read the git configuration of %s: %w: %s", filepath.Base(gitDir), err, strings.TrimSpace(stderr.String()))
+		return nil, nil, fmt.Errorf("read the git configuration of %s: %w: %s", filepath.Base(gitDir), err, strings.TrimSpace(stderr.String()))
 	}
-	var opts []string
 	seen := map[string]bool{}
-	for _, name := range strings.Split(string(out), "\x00") {
+	fields := strings.Split(string(out), "\x00")
+	for i := 0; i+1 < len(fields); i += 2 {
+		origin, entry := fields[i], fields[i+1]
+		name, value, _ := strings.Cut(entry, "\n")
+		from, isFile := strings.CutPrefix(origin, "file:")
+		if isFile {
+			from = absPath(from)
+			files = append(files, from)
+			if p, ok := includePath(name, value, from); ok {
+				files = append(files, p)
+			}
+		}
 		section, rest, ok := strings.Cut(name, ".")
-		i := strings.LastIndexByte(rest, '.')
-		if !ok || i < 0 || (section != "filter" && section != "merge") {
+		dot := strings.LastIndexByte(rest, '.')
+		if !ok || dot < 0 || (section != "filter" && section != "merge") {
 			continue
 		}
-		driver := rest[:i]
+		driver := rest[:dot]
 		if seen[section+"."+driver] {
 			continue
 		}
 		seen[section+"."+driver] = true
 		if strings.ContainsAny(driver, "=\n") {
-			return nil, fmt.Errorf("%w: the git configuration of %s defines a %s driver named %q", ErrUnsafeConfig, filepath.Base(gitDir), section, driver)
+			return nil, nil, fmt.Errorf("%w: the git configuration of %s defines a %s driver named %q", ErrUnsafeConfig, filepath.Base(gitDir), section, driver)
 		}
 		if section == "merge" {
 			opts = append(opts, "-c", "merge."+driver+".driver=false")
@@ -230,7 +248,34 @@ func driverOptions(ctx context.Context, gitPath, gitDir string) ([]string, error
 			opts = append(opts, "-c", "filter."+driver+"."+k)
 		}
 	}
-	return opts, nil
+	return opts, files, nil
+}
+
+// includePath is the file an include.path or includeIf.<condition>.path
+// entry of the file from names, as git finds it: "~/" from HOME, a
+// relative path from from's folder.
+func includePath(name, value, from string) (string, bool) {
+	section, rest, _ := strings.Cut(name, ".")
+	if (section != "include" && section != "includeif") || !strings.HasSuffix(rest, "path") || value == "" {
+		return "", false
+	}
+	if rest != "path" && !strings.HasSuffix(rest, ".path") {
+		return "", false
+	}
+	if home, ok := strings.CutPrefix(value, "~/"); ok {
+		return filepath.Join(os.Getenv("HOME"), home), true
+	}
+	if !filepath.IsAbs(value) {
+		value = filepath.Join(filepath.Dir(from), value)
+	}
+	return filepath.Clean(value), true
+}
+
+func absPath(p string) string {
+	if abs, err := filepath.Abs(p); err == nil {
+		return abs
+	}
+	return p
 }
 
 // ErrUnsafeConfig: a repository's git configuration holds something

@@ -6,12 +6,15 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 )
 
 // Export writes the files of the workspace's base commit into dst, an empty
 // directory, as the checkout had them before anyone edited it: a pristine
 // copy of the base from the repository's objects, which nothing of the
-// job can change. The checkout itself and its index are left alone.
+// job can change. The checkout itself and its index are left alone; the
+// scratch index the export reads the commit into is made in dst's parent
+// (the job's own space) and removed.
 func (g *Git) Export(ctx context.Context, ws *Workspace, dst string) error {
 	return export(ctx, ws.BaseSHA, dst, func(env []string, args ...string) error {
 		_, err := g.run(ctx, call{dir: dst, noRepo: true, repo: ws.Repo.FullName(), env: env, gitDir: ws.GitDir,
@@ -33,7 +36,7 @@ func ExportLocal(ctx context.Context, gitDir, rev, dst string) error {
 		return err
 	}
 	return export(ctx, rev, dst, func(env []string, args ...string) error {
-		_, err := Local(ctx, dst, env, append(append(drivers, "--git-dir="+gitDir, "--work-tree="+dst), args...)...)
+		_, err := Local(ctx, dst, env, slices.Concat(drivers, []string{"--git-dir=" + gitDir, "--work-tree=" + dst}, args)...)
 		return err
 	})
 }
@@ -46,7 +49,9 @@ func export(ctx context.Context, rev, dst string, git func(env []string, args ..
 	if err := validRev(rev); err != nil {
 		return err
 	}
-	tmp, err := os.MkdirTemp("", "selfcode-export-")
+	// The scratch index goes beside dst (the job's own space), not into
+	// the host's /tmp: a large repository's index is large.
+	tmp, err := os.MkdirTemp(filepath.Dir(dst), ".export-")
 	if err != nil {
 		return err
 	}

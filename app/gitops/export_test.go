@@ -84,8 +84,14 @@ func TestExportIsTheBaseAsCheckedOut(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			dst := t.TempDir()
+			// Nothing goes to the host's temporary directory: the scratch
+			// index is made beside dst, and removed.
+			t.Setenv("TMPDIR", filepath.Join(dst, "no-such-dir"))
 			if err := export(dst); err != nil {
 				t.Fatal(err)
+			}
+			if left, _ := filepath.Glob(filepath.Join(filepath.Dir(dst), ".export-*")); len(left) > 0 {
+				t.Errorf("the scratch index was left behind: %q", left)
 			}
 			got := treeOf(t, dst)
 			if len(got) != len(pristine) {

@@ -73,7 +73,8 @@ type Git struct {
 	log        *slog.Logger
 	secrets    SecretScanner
 
-	locks keyedlock.Locks // one holder per mirror
+	locks   keyedlock.Locks // one holder per mirror
+	drivers driverCache     // each workspace's driverOptions
 }
 
 // Errors callers branch on.

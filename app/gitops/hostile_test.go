@@ -124,19 +124,27 @@ func TestPlantedGitConfigurationRunsNothing(t *testing.T) {
 	}
 }
 
-// A driver name git's -c syntax cannot override is refused, not run.
-func TestUnnameableDriverRefusesTheCall(t *testing.T) {
+// aWorkspace is a workspace named id on branch of a repository with one
+// file, a.txt.
+func aWorkspace(t *testing.T, id, branch string) (*harness, *Workspace) {
+	t.Helper()
 	remote := newFakeRemote(t)
 	h := newHarness(t)
 	human := remote.create(t, "acme", "widgets")
 	human.write("a.txt", "a\n")
 	human.commit("a")
 	human.push("main")
-	ws, err := h.g.NewWorkspace(t.Context(), WorkspaceOptions{Repo: remote.repo("acme", "widgets"), ID: "unnameable",
-		Branch: "selfcode/issue-9", Base: "main", Token: StaticToken(testToken)})
+	ws, err := h.g.NewWorkspace(t.Context(), WorkspaceOptions{Repo: remote.repo("acme", "widgets"), ID: id,
+		Branch: branch, Base: "main", Token: StaticToken(testToken)})
 	if err != nil {
 		t.Fatal(err)
 	}
+	return h, ws
+}
+
+// A driver name git's -c syntax cannot override is refused, not run.
+func TestUnnameableDriverRefusesTheCall(t *testing.T) {
+	h, ws := aWorkspace(t, "unnameable", "selfcode/issue-9")
 	w := tripwire.New(t)
 	cfg, err := os.ReadFile(filepath.Join(ws.GitDir, "config"))
 	if err != nil {
@@ -276,5 +284,99 @@ func TestPushRefusesCredentials(t *testing.T) {
 		if err := tc.push(ws); err != nil {
 			t.Fatalf("%s: a clean change was refused: %v", tc.branch, err)
 		}
+	}
+}
+
+// A workspace's driver overrides are read once and kept while nothing
+// they come from changes, yet a driver planted after that read — the
+// configuration rewritten, an include that was missing now written, an
+// included file changed in place to the same size and time, an includeIf
+// onbranch: that comes true — is overridden by the very next call all
+// the same.
+func TestDriversPlantedAfterACachedRead(t *testing.T) {
+	tests := []struct {
+		name   string
+		before func(t *testing.T, ws *Workspace, w *tripwire.Wire) // before the first read
+		plant  func(t *testing.T, ws *Workspace, w *tripwire.Wire) // after it
+	}{
+		{"the configuration rewritten", nil, func(t *testing.T, ws *Workspace, w *tripwire.Wire) {
+			runGit(t, "", "--git-dir="+ws.GitDir, "config", "filter.evil.clean", w.Path)
+			runGit(t, "", "--git-dir="+ws.GitDir, "config", "filter.evil.required", "true")
+		}},
+		{"an include that was missing", func(t *testing.T, ws *Workspace, _ *tripwire.Wire) {
+			runGit(t, "", "--git-dir="+ws.GitDir, "config", "include.path", "later")
+		}, func(t *testing.T, ws *Workspace, w *tripwire.Wire) {
+			writeFile(t, filepath.Join(ws.GitDir, "later"), "[filter \"evil\"]\n\tclean = "+w.Path+"\n\trequired = true\n")
+		}},
+		{"an included file changed in place, same size and time", func(t *testing.T, ws *Workspace, w *tripwire.Wire) {
+			writeFile(t, filepath.Join(ws.GitDir, "extra"), "[filter \"good\"]\n\tclean = /"+strings.Repeat("x", len(w.Path)-1)+"\n")
+			runGit(t, "", "--git-dir="+ws.GitDir, "config", "include.path", "extra")
+		}, func(t *testing.T, ws *Workspace, w *tripwire.Wire) {
+			p := filepath.Join(ws.GitDir, "extra")
+			info, err := os.Stat(p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			f, err := os.OpenFile(p, os.O_WRONLY, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := f.WriteString("[filter \"evil\"]\n\tclean = " + w.Path + "\n"); err != nil {
+				t.Fatal(err)
+			}
+			if err := f.Close(); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Chtimes(p, info.ModTime(), info.ModTime()); err != nil {
+				t.Fatal(err)
+			}
+			if after, err := os.Stat(p); err != nil || after.Size() != info.Size() {
+				t.Fatalf("the planted file is not the same size: %v", err)
+			}
+		}},
+		{"an includeIf onbranch: that comes true", func(t *testing.T, ws *Workspace, w *tripwire.Wire) {
+			writeFile(t, filepath.Join(ws.GitDir, "on-evil"), "[filter \"evil\"]\n\tclean = "+w.Path+"\n\trequired = true\n")
+			runGit(t, "", "--git-dir="+ws.GitDir, "config", "includeIf.onbranch:evil.path", "on-evil")
+		}, func(t *testing.T, ws *Workspace, _ *tripwire.Wire) {
+			runGit(t, "", "--git-dir="+ws.GitDir, "update-ref", "refs/heads/evil", "HEAD")
+			runGit(t, "", "--git-dir="+ws.GitDir, "symbolic-ref", "HEAD", "refs/heads/evil")
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			h, ws := aWorkspace(t, "planted-later", "selfcode/issue-1")
+			w := tripwire.New(t)
+			if tt.before != nil {
+				tt.before(t, ws, w)
+			}
+			reads := func() int {
+				t.Helper()
+				argv, err := os.ReadFile(h.argvLog)
+				if err != nil {
+					t.Fatal(err)
+				}
+				return strings.Count(string(argv), "\n--show-origin\n")
+			}
+			// Read and kept: the calls after the first read nothing again.
+			if _, err := h.g.ChangedFiles(t.Context(), ws, ws.BaseSHA); err != nil {
+				t.Fatal(err)
+			}
+			n := reads()
+			for range 3 {
+				if _, err := h.g.Diff(t.Context(), ws, ws.BaseSHA); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if reads() != n {
+				t.Errorf("the configuration was read %d more times with nothing changed", reads()-n)
+			}
+			tt.plant(t, ws, w)
+			writeFile(t, filepath.Join(ws.Dir, ".gitattributes"), "* filter=evil\n")
+			writeFile(t, filepath.Join(ws.Dir, "a.txt"), "changed\n")
+			if _, _, err := h.g.Commit(t.Context(), ws, "change"); err != nil {
+				t.Fatal(err)
+			}
+			w.Untouched(t, tt.name)
+		})
 	}
 }

@@ -27,6 +27,11 @@ type Workspace struct {
 	remote string
 }
 
+// Scratch is a directory of the workspace's own, beside its checkout and
+// repository and removed with them, for a job's temporary copies (the
+// pristine base): in the data directory, never the host's /tmp.
+func (w *Workspace) Scratch() string { return w.root }
+
 // Remove deletes the workspace: checkout and repository.
 func (w *Workspace) Remove() error {
 	if w == nil || w.root == "" {

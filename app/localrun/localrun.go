@@ -92,7 +92,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	}
 	title := firstLine(o.Task)
 	out, runErr := o.Pipeline.Run(ctx, Input(Job{ID: id, Repository: CacheName(top), Task: o.Task, Dir: src, BaseSHA: baseSHA,
-		Config: cfg, Logger: o.Logger}))
+		Config: cfg, Logger: o.Logger, Scratch: scratch}))
 	if out == nil {
 		return nil, runErr
 	}
@@ -183,6 +183,9 @@ type Job struct {
 	BaseSHA    string
 	Config     *repoconfig.Config
 	Logger     *slog.Logger // stage progress; nil: slog.Default()
+	// Scratch is the run's own directory (holding Dir) where the pipeline
+	// makes its temporary copies; "": the system's temporary directory.
+	Scratch string
 }
 
 // Input is the pipeline input of a local run: the task is the issue's
@@ -193,7 +196,7 @@ func Input(j Job) pipeline.Input {
 		log = slog.Default()
 	}
 	return pipeline.Input{JobID: j.ID, Repository: j.Repository, IssueTitle: firstLine(j.Task), IssueBody: j.Task,
-		Instructions: j.Task, Dir: j.Dir, BaseSHA: j.BaseSHA, Config: j.Config, Progress: logProgress{log},
+		Instructions: j.Task, Dir: j.Dir, BaseSHA: j.BaseSHA, Config: j.Config, Progress: logProgress{log}, Scratch: j.Scratch,
 		// Dir is a scratch clone: its own objects hold the base as it was.
 		Pristine: func(ctx context.Context, dst string) error {
 			return gitops.ExportLocal(ctx, filepath.Join(j.Dir, ".git"), j.BaseSHA, dst)

@@ -23,14 +23,16 @@ import (
 type editor struct {
 	repository string // Input.Repository
 	pristine   string // data.txt in the export of the base
+	scratch    bool   // Input.Scratch is the run's own directory, holding Dir
 }
 
 func (e *editor) Run(ctx context.Context, in pipeline.Input) (*pipeline.Output, error) {
 	e.repository = in.Repository
+	e.scratch = in.Scratch != "" && filepath.Dir(in.Dir) == in.Scratch
 	if err := os.WriteFile(filepath.Join(in.Dir, "data.txt"), []byte("changed\n"), 0o644); err != nil {
 		return nil, err
 	}
-	dst, err := os.MkdirTemp("", "localrun-pristine-")
+	dst, err := os.MkdirTemp(in.Scratch, "localrun-pristine-")
 	if err != nil {
 		return nil, err
 	}
@@ -96,6 +98,9 @@ func TestRunOnAHostileCheckoutRunsNothingOfIt(t *testing.T) {
 	w.Untouched(t, "the checkout's own git configuration")
 	if res.Branch == "" || hgit(t, repo, "show", res.Branch+":data.txt") != "changed" {
 		t.Fatalf("branch %q does not hold the change", res.Branch)
+	}
+	if !ed.scratch {
+		t.Error("the pipeline was given no scratch space of the run's own")
 	}
 	if ed.pristine != "base\n" {
 		t.Errorf("the base exported after the edit holds %q", ed.pristine)

@@ -11,6 +11,7 @@ import (
 
 	"github.com/selfcode/selfcode/app/job"
 	"github.com/selfcode/selfcode/app/store"
+	"github.com/selfcode/selfcode/internal/shortlist"
 	"github.com/selfcode/selfcode/pipeline"
 	"github.com/selfcode/selfcode/pipeline/stage"
 )
@@ -205,7 +206,7 @@ func explain(j *job.Job, r Run, scope *pipeline.Scope, moved *store.MovedJob, lo
 			next = fmt.Sprintf("Split %s into narrower issues: the plan reached %d dependent package(s) (limit %d) and %d file(s) (max %d).",
 				ref, len(scope.BlastRadius), scope.Limit, len(scope.Files), scope.MaxFiles)
 		case len(scope.BlastRadius) > 0:
-			fmt.Fprintf(&b, " Blast radius: %d package(s) depend on the change (%s).", len(scope.BlastRadius), strings.Join(abbreviate(scope.BlastRadius, 5), ", "))
+			fmt.Fprintf(&b, " Blast radius: %d package(s) depend on the change (%s).", len(scope.BlastRadius), strings.Join(shortlist.Abbreviate(scope.BlastRadius, 5), ", "))
 		}
 		if scope.Narrowed && scope.TooWide == "" && scope.First != nil {
 			fmt.Fprintf(&b, " The first plan was too wide (%s); it was narrowed.", scope.First.TooWide)
@@ -225,13 +226,6 @@ func jobCost(j *job.Job) *float64 {
 		return &zero
 	}
 	return nil
-}
-
-func abbreviate(list []string, n int) []string {
-	if len(list) <= n {
-		return list
-	}
-	return append(append([]string(nil), list[:n]...), fmt.Sprintf("%d more", len(list)-n))
 }
 
 func firstLine(s string) string {

@@ -219,6 +219,7 @@ func (x *run) checkOut(ctx context.Context, w *workspace, start string) error {
 	// The base as it was, from the workspace's objects, whatever the model
 	// has edited since: a base failing with a kept setup is verified again.
 	w.in.Pristine = func(ctx context.Context, dst string) error { return w.git.Export(ctx, ws, dst) }
+	w.in.Scratch = ws.Scratch()
 	return nil
 }
 

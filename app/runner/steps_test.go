@@ -222,6 +222,10 @@ func TestCheckout(t *testing.T) {
 			if w.in.JobID != j.ID || w.in.Issue != j.Issue || w.in.BaseSHA == "" || w.in.Progress == nil {
 				t.Fatalf("pipeline input %+v", w.in)
 			}
+			// The pipeline's copies go to the workspace, beside the checkout.
+			if w.in.Scratch == "" || filepath.Dir(w.in.Dir) != w.in.Scratch {
+				t.Fatalf("scratch space %q for the checkout %q", w.in.Scratch, w.in.Dir)
+			}
 			if s := stageOf(rt.job(), stage.Checkout); s.Status != stage.Pass {
 				t.Fatalf("checkout stage %+v", s)
 			}

@@ -39,7 +39,7 @@ func (s Backend) Start(ctx context.Context, spec pipeline.SandboxSpec) (pipeline
 }
 
 // ImageID tells the image a spec's Image names apart from any other
-// (pipeline.ImageResolver): the baseline cache keys by it.
+// (pipeline.Sandbox): the baseline cache keys by it.
 func (s Backend) ImageID(ctx context.Context, image string) (string, error) {
 	return s.Manager.ImageID(ctx, image)
 }

@@ -370,16 +370,25 @@ func TestCacheDirAllowed(t *testing.T) {
 }
 
 // What setup adds to the work tree is kept by key and restored into a later
-// container of the repository: new directories and new files inside old
-// ones, never over a file of the checkout; another key restores nothing,
-// and neither does a forgotten one.
+// container of the repository — dependency directories, new or inside old
+// directories, never over a file of the checkout; another key restores
+// nothing, and neither does a forgotten one. A setup that also wrote or
+// changed a file outside dependency directories (build output of the
+// sources, stale for another commit) keeps nothing.
 func TestSetupKeptAndRestored(t *testing.T) {
 	t.Parallel()
 	dockerClient(t) // skips without Docker (fails under CI)
 	m := cacheManager(t, 10<<30, "")
 	repo := testRepo(t, m, "setup")
 	ctx := context.Background()
-	const key, other = "0123456789abcdef0123456789abcdef", "fedcba9876543210fedcba9876543210"
+	const (
+		deps    = "0123456789abcdef0123456789abcdef"
+		built   = "1123456789abcdef0123456789abcdef"
+		changed = "2123456789abcdef0123456789abcdef"
+		other   = "fedcba9876543210fedcba9876543210"
+		// Dependencies only: node_modules, an egg-info beside the sources.
+		depsSetup = "mkdir -p node_modules/dep src/app.egg-info && echo dep > node_modules/dep/index.js && echo info > src/app.egg-info/PKG-INFO"
+	)
 	tree := t.TempDir()
 	for name, body := range map[string]string{"package.json": "{}\n", "src/a.js": "a\n", "built.txt": "from the checkout\n"} {
 		if err := os.MkdirAll(filepath.Dir(filepath.Join(tree, name)), 0o755); err != nil {
@@ -389,61 +398,54 @@ func TestSetupKeptAndRestored(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	first, err := m.Start(ctx, Spec{JobID: "setup-" + randomHex(3), Cache: repo})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer first.Close(ctx)
-	if err := first.CopyTree(ctx, tree); err != nil {
-		t.Fatal(err)
-	}
-	if hit, err := first.RestoreSetup(ctx, key); err != nil || hit {
-		t.Fatalf("restore from an empty cache: %v %v", hit, err)
-	}
-	mustExec(t, first, Cmd{Run: "mkdir -p node_modules/dep && echo dep > node_modules/dep/index.js && echo gen > src/generated.js && echo changed > built.txt"})
-	if err := first.SaveSetup(ctx, key); err != nil {
-		t.Fatal(err)
-	}
-	first.Close(ctx)
-
-	for _, tt := range []struct {
-		key  string
-		hit  bool
-		want string
-	}{
-		{key, true, "dep\ngen\nfrom the checkout\n"},
-		{other, false, ""},
-	} {
+	start := func() *Container {
+		t.Helper()
 		c, err := m.Start(ctx, Spec{JobID: "setup-" + randomHex(3), Cache: repo})
 		if err != nil {
 			t.Fatal(err)
 		}
+		t.Cleanup(func() { c.Close(ctx) })
 		if err := c.CopyTree(ctx, tree); err != nil {
 			t.Fatal(err)
 		}
-		hit, err := c.RestoreSetup(ctx, tt.key)
-		if err != nil || hit != tt.hit {
-			t.Fatalf("restore %s: hit %v (want %v), %v", tt.key, hit, tt.hit, err)
+		return c
+	}
+	restore := func(c *Container, key string, want bool) {
+		t.Helper()
+		if hit, err := c.RestoreSetup(ctx, key); err != nil || hit != want {
+			t.Fatalf("restore %s: hit %v (want %v), %v", key, hit, want, err)
 		}
-		if tt.hit {
-			if r := mustExec(t, c, Cmd{Run: "cat node_modules/dep/index.js src/generated.js built.txt"}); r.Stdout != tt.want {
-				t.Errorf("restored tree: %q, want %q", r.Stdout, tt.want)
-			}
+	}
+	for key, setup := range map[string]string{
+		deps:    depsSetup,
+		built:   depsSetup + " && mkdir dist && echo bundle > dist/bundle.js",
+		changed: depsSetup + " && echo rebuilt > built.txt",
+	} {
+		c := start()
+		restore(c, key, false) // an empty cache
+		mustExec(t, c, Cmd{Run: setup})
+		if err := c.SaveSetup(ctx, key); err != nil {
+			t.Fatal(err)
 		}
 		c.Close(ctx)
 	}
-	c, err := m.Start(ctx, Spec{JobID: "setup-" + randomHex(3), Cache: repo})
-	if err != nil {
-		t.Fatal(err)
+
+	c := start()
+	restore(c, deps, true)
+	if r := mustExec(t, c, Cmd{Run: "cat node_modules/dep/index.js src/app.egg-info/PKG-INFO src/a.js built.txt"}); r.Stdout != "dep\ninfo\na\nfrom the checkout\n" {
+		t.Errorf("restored tree: %q", r.Stdout)
 	}
-	defer c.Close(ctx)
+	c.Close(ctx)
+
+	c = start()
+	restore(c, built, false)
+	restore(c, changed, false)
+	restore(c, other, false)
 	if _, err := c.RestoreSetup(ctx, "../../etc"); !errors.Is(err, ErrInvalid) {
 		t.Errorf("a key that is not hex: %v", err)
 	}
-	if err := c.ForgetSetup(ctx, key); err != nil {
+	if err := c.ForgetSetup(ctx, deps); err != nil {
 		t.Fatal(err)
 	}
-	if hit, err := c.RestoreSetup(ctx, key); err != nil || hit {
-		t.Errorf("restore after forgetting: hit %v, %v", hit, err)
-	}
+	restore(c, deps, false)
 }

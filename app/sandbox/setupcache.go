@@ -14,6 +14,20 @@ import (
 // copied into a later job of the same repository instead of running setup
 // again. Only the repository's own jobs read its cache, so a repository can
 // spoil only its own setup; a change to a manifest is another key.
+//
+// Only dependency directories are kept, as only they follow from the
+// manifests alone: when setup wrote or changed any file outside them (the
+// build output of the sources: a C extension's .so from `pip install -e`,
+// dist/ from an npm prepare script), nothing is kept, and setup runs in
+// every job — such output restored for a later commit with other sources
+// would have its tests run against a stale build.
+
+// depDirRE names dependency directories: node_modules, a virtual
+// environment (.venv, venv), a package's egg-info, .eggs, __pycache__. A
+// path is a dependency when any of its parts is one.
+// (An awk regular expression with no backslash, which awk -v would
+// take for an escape.)
+const depDirRE = `^(node_modules|[.]venv|venv|[.]eggs|__pycache__|.*[.]egg-info)$`
 
 // setupKeyRE is what a setup key looks like (hex, from the pipeline).
 var setupKeyRE = regexp.MustCompile(`^[0-9a-f]{16,64}$`)
@@ -59,8 +73,9 @@ find %[1]s -mindepth 1 -path %[1]s/.git -prune -o -print | LC_ALL=C sort > %[3]s
 
 // SaveSetup keeps what setup added to the work tree since RestoreSetup
 // listed it (new paths whose parent existed before) under key, unless
-// another job kept it first; keys unused for an hour are removed. Without
-// a cache, or a listing, it does nothing.
+// another job kept it first or setup wrote or changed a file outside
+// dependency directories (depDirRE); keys unused for an hour are removed.
+// Without a cache, or a listing, it does nothing.
 func (c *Container) SaveSetup(ctx context.Context, key string) error {
 	if c.cache == nil {
 		return nil
@@ -79,6 +94,13 @@ LC_ALL=C comm -13 %[3]s %[3]s.after | awk -v w=%[1]s 'NR == FNR { old[$0] = 1; n
 [ -s %[4]s ] || exit 0
 if find %[1]s -name '*
 *' | grep -q .; then exit 0; fi
+# A file setup wrote or changed outside dependency directories is built
+# from the sources, which the key does not name: keep nothing then.
+if find %[1]s -mindepth 1 -path %[1]s/.git -prune -o ! -type d -newer %[3]s -print |
+	awk -v w=%[1]s -v dep='%[6]s' '{ n = split(substr($0, length(w) + 2), part, "/"); ok = 0
+		for (i = 1; i <= n; i++) if (part[i] ~ dep) ok = 1
+		if (!ok) { found = 1; exit } }
+	END { exit !found }'; then exit 0; fi
 mkdir -p %[2]s
 tmp=$(mktemp -d %[2]s/.tmp-XXXXXX)
 mkdir "$tmp/tree"
@@ -86,7 +108,7 @@ tar -C %[1]s --verbatim-files-from -T %[4]s -cf - | tar -C "$tmp/tree" -xf -
 touch "$tmp/complete"
 mv -T "$tmp" %[2]s/%[5]s 2>/dev/null || rm -rf "$tmp"
 find %[2]s -mindepth 1 -maxdepth 1 ! -name %[5]s -mmin +60 -exec rm -rf {} +
-`, w, d, treeBefore, setupMade, key)
+`, w, d, treeBefore, setupMade, key, depDirRE)
 	r, err := c.Exec(ctx, Cmd{Run: script, Timeout: 10 * time.Minute})
 	if err != nil {
 		return err

@@ -22,7 +22,6 @@ import (
 	"github.com/selfcode/selfcode/handlers"
 	"github.com/selfcode/selfcode/pipeline"
 	"github.com/selfcode/selfcode/pipeline/chat"
-	"github.com/selfcode/selfcode/pipeline/verify"
 	"github.com/selfcode/selfcode/prompts"
 	"github.com/selfcode/selfcode/templates"
 )
@@ -69,7 +68,11 @@ func (s *Server) parts(ctx context.Context, o Options) (Parts, error) {
 		}
 		s.closers = append(s.closers, sb.Close)
 		s.ready = append(s.ready, ready)
-		s.caches, s.sandbox = sb, sb
+		baselines, err := Baselines(cfg)
+		if err != nil {
+			return Parts{}, err
+		}
+		s.caches, s.sandbox = Caches{Sandbox: sb, Baselines: baselines}, sb
 		if !cfg.HasAppCredentials() {
 			return Parts{Hold: noCredentials}, nil
 		}
@@ -180,7 +183,7 @@ func Pipeline(o PipelineOptions) (*pipeline.Pipeline, error) {
 	if err != nil {
 		return nil, err
 	}
-	cache, err := verify.NewCache(verify.CacheOptions{Dir: filepath.Join(o.Config.DataDir, "baselines")})
+	cache, err := Baselines(o.Config)
 	if err != nil {
 		return nil, err
 	}

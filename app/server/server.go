@@ -98,7 +98,7 @@ type Server struct {
 	model     chat.Model            // the one model client
 	budget    *budget.Budget        // the daily budgets (built after the parts; jobs use it once running)
 	ready     []handlers.ReadyCheck // beside the store's
-	caches    handlers.CacheAdmin   // the sandbox manager's caches, for the dashboard (nil: none)
+	caches    handlers.CacheAdmin   // the repositories' caches (sandbox volumes, baselines), for the dashboard (nil: none)
 	sandbox   *sandbox.Manager      // reaped every reapEvery while the server runs (nil: none)
 	reapEvery time.Duration
 	closers   []func() error // run after the store closes (the sandbox manager)

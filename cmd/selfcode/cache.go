@@ -12,6 +12,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/selfcode/selfcode/app/config"
 	"github.com/selfcode/selfcode/app/sandbox"
 	"github.com/selfcode/selfcode/app/server"
 )
@@ -24,7 +25,9 @@ func cacheCmd() *cobra.Command {
 so its second job starts warm: build and package caches, and what setup installed
 (node_modules, the virtual environment) for the current dependency manifests. Caches are dropped when the sandbox image
 changes and the least recently used go past SELFCODE_CACHE_MAX_BYTES.
-A cache a running job uses is left in place by clear.`,
+A cache a running job uses is left in place by clear. Clear also removes the
+repository's verified baselines (SELFCODE_DATA_DIR/baselines), so its base
+commits are verified again.`,
 		Args: cobra.NoArgs,
 	}
 	c.PersistentFlags().String("repo", "", "only this repository (OWNER/NAME)")
@@ -33,7 +36,7 @@ A cache a running job uses is left in place by clear.`,
 		Short: "List the caches, least recently used first",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return withCaches(cmd, func(ctx context.Context, m *sandbox.Manager, repo string) error {
+			return withCaches(cmd, func(ctx context.Context, _ *config.Config, m *sandbox.Manager, repo string) error {
 				caches, err := m.Caches(ctx)
 				if err != nil {
 					return err
@@ -43,17 +46,21 @@ A cache a running job uses is left in place by clear.`,
 		},
 	}, &cobra.Command{
 		Use:   "clear [--repo OWNER/NAME]",
-		Short: "Remove the caches (of one repository, or all)",
+		Short: "Remove the caches and verified baselines (of one repository, or all)",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return withCaches(cmd, func(ctx context.Context, m *sandbox.Manager, repo string) error {
-				n, inUse, err := m.ClearCaches(ctx, repo)
+			return withCaches(cmd, func(ctx context.Context, cfg *config.Config, m *sandbox.Manager, repo string) error {
+				baselines, err := server.Baselines(cfg)
 				if err != nil {
 					return err
 				}
-				fmt.Fprintf(cmd.OutOrStdout(), "removed %d cache(s)", n)
-				if inUse > 0 {
-					fmt.Fprintf(cmd.OutOrStdout(), "; %d in use by a running job, left in place", inUse)
+				r, err := server.Caches{Sandbox: m, Baselines: baselines}.Clear(ctx, repo)
+				if err != nil {
+					return err
+				}
+				fmt.Fprintf(cmd.OutOrStdout(), "removed %d cache(s) and %d baseline(s)", r.Volumes, r.Baselines)
+				if r.InUse > 0 {
+					fmt.Fprintf(cmd.OutOrStdout(), "; %d in use by a running job, left in place", r.InUse)
 				}
 				fmt.Fprintln(cmd.OutOrStdout())
 				return nil
@@ -63,8 +70,9 @@ A cache a running job uses is left in place by clear.`,
 	return c
 }
 
-// withCaches runs fn with a sandbox manager for the configured engine.
-func withCaches(cmd *cobra.Command, fn func(ctx context.Context, m *sandbox.Manager, repo string) error) error {
+// withCaches runs fn with the configuration and a sandbox manager for the
+// configured engine.
+func withCaches(cmd *cobra.Command, fn func(ctx context.Context, cfg *config.Config, m *sandbox.Manager, repo string) error) error {
 	cfg, err := loadConfig(cmd)
 	if err != nil {
 		return err
@@ -86,7 +94,7 @@ func withCaches(cmd *cobra.Command, fn func(ctx context.Context, m *sandbox.Mana
 	if err := m.Ping(ctx); err != nil {
 		return &exitError{code: 1, err: err}
 	}
-	if err := fn(ctx, m, repo); err != nil {
+	if err := fn(ctx, cfg, m, repo); err != nil {
 		return &exitError{code: 1, err: err}
 	}
 	return nil

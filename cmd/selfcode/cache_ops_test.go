@@ -11,6 +11,7 @@ import (
 	"github.com/selfcode/selfcode/app/localrun"
 	"github.com/selfcode/selfcode/app/sandbox"
 	"github.com/selfcode/selfcode/internal/dockertest"
+	"github.com/selfcode/selfcode/pipeline/verify"
 )
 
 // `selfcode cache list` shows a repository's cache and `cache clear
@@ -22,7 +23,8 @@ func TestCacheCommands(t *testing.T) {
 	b := make([]byte, 4)
 	rand.Read(b)
 	mine, other := localrun.CacheName(filepath.Join(t.TempDir(), "my repo")), "cli-"+hex.EncodeToString(b)+"/other"
-	env := append(dockerEnv(), "SELFCODE_DATA_DIR="+t.TempDir())
+	data := t.TempDir()
+	env := append(dockerEnv(), "SELFCODE_DATA_DIR="+data)
 	t.Cleanup(func() {
 		runCLI(t, env, "cache", "clear", "--repo", mine)
 		runCLI(t, env, "cache", "clear", "--repo", other)
@@ -36,11 +38,30 @@ func TestCacheCommands(t *testing.T) {
 		}
 		c.Close(ctx)
 	}
+	// Each has a verified baseline too.
+	baselines, err := verify.NewCache(verify.CacheOptions{Dir: filepath.Join(data, "baselines")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	key := func(repo string) verify.Key {
+		return verify.Key{Repository: repo, SHA: "0123456789abcdef", Config: "cfg", Image: "sha256:one"}
+	}
+	for _, repo := range []string{mine, other} {
+		if err := baselines.Put(key(repo), verify.Run{Passed: true}); err != nil {
+			t.Fatal(err)
+		}
+	}
 	if out, code := runCLI(t, env, "cache", "list", "--repo", mine); code != 0 || !strings.Contains(out, mine) || strings.Contains(out, other) || !strings.Contains(out, "MiB") {
 		t.Fatalf("cache list --repo: exit %d\n%s", code, out)
 	}
-	if out, code := runCLI(t, env, "cache", "clear", "--repo", mine); code != 0 || !strings.Contains(out, "removed 1 cache(s)") {
+	if out, code := runCLI(t, env, "cache", "clear", "--repo", mine); code != 0 || !strings.Contains(out, "removed 1 cache(s) and 1 baseline(s)") {
 		t.Fatalf("cache clear: exit %d\n%s", code, out)
+	}
+	if _, found, _ := baselines.Get(key(mine)); found {
+		t.Error("the cleared repository's baseline is still kept")
+	}
+	if _, found, _ := baselines.Get(key(other)); !found {
+		t.Error("another repository's baseline was cleared")
 	}
 	out, code := runCLI(t, env, "cache", "list")
 	if code != 0 || strings.Contains(out, mine) || !strings.Contains(out, other) {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"os"
+	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -41,6 +42,7 @@ type serveCase struct {
 	model   *fakeopenai.Server
 	proc    *proc
 	comment int64
+	data    string // SELFCODE_DATA_DIR
 }
 
 // serveWith starts the simulated GitHub with files in the repository, the
@@ -53,12 +55,13 @@ func serveWith(t *testing.T, files map[string]string, script []fakeopenai.Step, 
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { model.Close() })
-	p := launch(t, []string{"serve"}, append(append(append(e2e.Env(t, gh, t.TempDir()),
+	data := t.TempDir()
+	p := launch(t, []string{"serve"}, append(append(append(e2e.Env(t, gh, data),
 		"PATH="+os.Getenv("PATH"), "HOME="+os.Getenv("HOME"),
 		"SELFCODE_LLM_BASE_URL="+model.URL(), "SELFCODE_LLM_API_KEY=test",
 		"SELFCODE_LLM_MODEL_PLANNER=planner", "SELFCODE_LLM_MODEL_EDITOR=editor", "SELFCODE_LLM_MODEL_FIXER=fixer", "SELFCODE_LLM_MODEL_REPORTER=reporter",
 	), dockerEnv()...), env...), "")
-	return &serveCase{gh: gh, model: model, proc: p}
+	return &serveCase{gh: gh, model: model, proc: p, data: filepath.Join(data, "data")} // as e2e.Env sets it
 }
 
 // trigger opens issue 1 and comments the command on it as a maintainer.
@@ -200,6 +203,22 @@ func TestServeHiddenRegressionFails(t *testing.T) {
 	}
 	if err != nil || resp.StatusCode != http.StatusOK || !found {
 		t.Errorf("GET /api/caches: %d %+v %v, want %s/%s listed", resp.StatusCode, caches, err, ghOwner, ghRepo)
+	}
+	// The dashboard's clear takes the repository's baselines with its cache.
+	baselines := func() []string {
+		names, _ := filepath.Glob(filepath.Join(c.data, "baselines", "v*", "*", "*.json"))
+		return names
+	}
+	if len(baselines()) == 0 {
+		t.Error("the job kept no baseline")
+	}
+	resp, err = client.Post("http://"+c.proc.admin+"/api/caches/clear", "application/json", strings.NewReader(`{"repo": "`+ghOwner+"/"+ghRepo+`"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if left := baselines(); resp.StatusCode != http.StatusOK || len(left) > 0 {
+		t.Errorf("POST /api/caches/clear: %d, baselines left %q", resp.StatusCode, left)
 	}
 	// The fixer was told which test broke and how.
 	reqs := c.model.RequestsFor("fixer")

@@ -20,6 +20,11 @@ func (NullSandbox) Start(ctx context.Context, spec pipeline.SandboxSpec) (pipeli
 	return nullSession{}, nil
 }
 
+// ImageID implements pipeline.Sandbox: one image that never changes.
+func (NullSandbox) ImageID(ctx context.Context, image string) (string, error) {
+	return "sha256:null-sandbox", ctx.Err()
+}
+
 type nullSession struct{}
 
 func (nullSession) CopyTree(ctx context.Context, dir string) error { return ctx.Err() }

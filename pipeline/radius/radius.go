@@ -12,6 +12,8 @@ import (
 	"slices"
 	"sort"
 	"strings"
+
+	"github.com/selfcode/selfcode/internal/shortlist"
 )
 
 // Language is a language whose imports radius reads.
@@ -181,7 +183,7 @@ func Compute(ctx context.Context, root string, files []string) (Result, error) {
 		}
 	}
 	if len(unread) > 0 {
-		return Result{}, fmt.Errorf("%w: %s", ErrUnread, strings.Join(abbreviate(unread, 5), ", "))
+		return Result{}, fmt.Errorf("%w: %s", ErrUnread, strings.Join(shortlist.Abbreviate(unread, 5), ", "))
 	}
 	sort.Strings(res.Touched)
 	res.Radius = dependents(g, hit)
@@ -301,13 +303,6 @@ func NotCode(rel string) bool {
 	}
 	name, _, _ = strings.Cut(strings.ReplaceAll(base, "_", "-"), "-")
 	return slices.Contains(notCodeNames, name)
-}
-
-func abbreviate(list []string, n int) []string {
-	if len(list) <= n {
-		return list
-	}
-	return append(append([]string(nil), list[:n]...), fmt.Sprintf("and %d more", len(list)-n))
 }
 
 // tree is the repository's files, as read once (no symlink followed).

@@ -133,11 +133,13 @@ func Default() *Config {
 	}
 }
 
-// Hash is a stable digest of everything that affects verification: image,
-// setup commands and their network access, verify commands and their
-// timeouts, report globs, the smoke stage. It keys the baseline cache. Inferred commands are not part of
-// it: they are a function of the tree, which the commit in the cache key
-// already pins.
+// Hash is a stable digest of what the file declares that affects
+// verification: image, setup commands and their network access, verify
+// commands and their timeouts, report globs, the smoke stage. Commands
+// inferred from the tree are not part of it: they depend on this version
+// of the inference as much as on the tree, so the baseline cache's key
+// adds the setup steps and verify commands as resolved for the checkout
+// (the pipeline's baselineHash).
 func (c *Config) Hash() string {
 	h := sha256.New()
 	str := func(s string) {

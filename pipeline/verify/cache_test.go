@@ -38,8 +38,8 @@ func TestCacheRoundTrip(t *testing.T) {
 	if err := c.Put(key, run); err != nil {
 		t.Fatal(err)
 	}
-	if names, _ := filepath.Glob(filepath.Join(dir, sha1+"-*.json")); len(names) != 1 {
-		t.Errorf("entry files %v, want one named by the commit", names)
+	if names, _ := filepath.Glob(filepath.Join(dir, "v*", "*", sha1+"-*.json")); len(names) != 1 || filepath.Dir(names[0]) != c.repoDir(key.Repository) {
+		t.Errorf("entry files %v, want one named by the commit in the repository's folder", names)
 	}
 	got, ok, err := c.Get(key)
 	if err != nil || !ok {
@@ -52,7 +52,7 @@ func TestCacheRoundTrip(t *testing.T) {
 	if a, b := Compare(got, run), Compare(run, run); !reflect.DeepEqual(a, b) || a.Verdict != Unverified {
 		t.Errorf("cached base compares differently: %+v vs %+v", a, b)
 	}
-	entries, err := os.ReadDir(dir)
+	entries, err := os.ReadDir(c.repoDir(key.Repository))
 	if err != nil || len(entries) != 1 {
 		t.Errorf("directory holds %v (%v), want the one entry and no temp files", entries, err)
 	}
@@ -132,7 +132,7 @@ func TestCachePutRefusesIncompleteRuns(t *testing.T) {
 }
 
 func TestCacheConcurrent(t *testing.T) {
-	c, dir := newTestCache(t)
+	c, _ := newTestCache(t)
 	runs := make([]Run, 4)
 	for i := range runs {
 		runs[i] = Run{Passed: true, Commands: []CommandResult{{Name: fmt.Sprintf("cmd%d", i), Passed: true, Output: fmt.Sprintf("%0200d", i)}}}
@@ -166,7 +166,7 @@ func TestCacheConcurrent(t *testing.T) {
 	for err := range errs {
 		t.Error(err)
 	}
-	entries, err := os.ReadDir(dir)
+	entries, err := os.ReadDir(c.repoDir(key.Repository))
 	if err != nil || len(entries) != 1 {
 		t.Errorf("directory holds %d entries (%v), want 1", len(entries), err)
 	}
