@@ -48,8 +48,11 @@ func testOptions(t *testing.T) (Options, *bytes.Buffer, *bytes.Buffer) {
 	}, &progress, &logs
 }
 
-func ctxFor(t *testing.T) context.Context {
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+func ctxFor(t *testing.T) context.Context { return ctxWithin(t, 5*time.Minute) }
+
+// ctxWithin is a context that ends after d or with the test.
+func ctxWithin(t *testing.T, d time.Duration) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), d)
 	t.Cleanup(cancel)
 	return ctx
 }
@@ -103,7 +106,8 @@ func TestEnsureBuildsTheSandboxDockerfileWhenTheBaseCanBePulled(t *testing.T) {
 	o.BuildArgs = map[string]string{"BASE_IMAGE": base, "GO_IMAGE": base}
 
 	start = time.Now()
-	res, err := Ensure(ctxFor(t), o)
+	// A whole image build: minutes on a loaded machine with a slow disk.
+	res, err := Ensure(ctxWithin(t, 20*time.Minute), o)
 	if err != nil {
 		t.Fatalf("Ensure: %v\n%s", err, progress)
 	}

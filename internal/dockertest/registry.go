@@ -3,7 +3,9 @@ package dockertest
 import (
 	"archive/tar"
 	"bytes"
+	"compress/gzip"
 	"context"
+	"encoding/json"
 	"io"
 	"log"
 	"net"
@@ -24,8 +26,12 @@ import (
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/empty"
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
+	"github.com/google/go-containerregistry/pkg/v1/partial"
 	"github.com/google/go-containerregistry/pkg/v1/random"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
+	"github.com/google/go-containerregistry/pkg/v1/static"
+	"github.com/google/go-containerregistry/pkg/v1/stream"
+	"github.com/google/go-containerregistry/pkg/v1/types"
 )
 
 // Registry serves an empty image registry (go-containerregistry's
@@ -107,24 +113,118 @@ func RegistryImage(t testing.TB) string {
 }
 
 // PushFromEngine pushes the engine's image src to ref, a reference into
-// Registry, through the engine (docker tag, docker push), then drops the
-// name ref again: src keeps its names and its image. The engine remembers
-// the layers it pushed, so a later pull of ref finds them already there
-// and copies nothing.
+// Registry, as `docker image save` streams it: each layer as a gzip stream
+// that stores without compressing (docker push compresses a gigabyte at
+// one core's pace, a minute and more of the test), and the image's
+// configuration byte for byte. So the manifest's config digest is src's
+// image ID, and a pull of ref on this engine finds the image already there
+// and copies nothing. src keeps its names; ref is never a name on the
+// engine.
 func PushFromEngine(t testing.TB, src, ref string) {
 	t.Helper()
-	if out, err := exec.Command("docker", "image", "tag", src, ref).CombinedOutput(); err != nil {
-		t.Fatalf("docker tag %s %s: %v\n%s", src, ref, err, out)
-	}
-	Untag(t, ref)
-	out, err := exec.Command("docker", "image", "push", "--quiet", ref).CombinedOutput()
+	r, err := name.ParseReference(ref)
 	if err != nil {
-		t.Fatalf("docker push %s: %v\n%s", ref, err, out)
+		t.Fatal(err)
 	}
-	if out, err := exec.Command("docker", "image", "rm", ref).CombinedOutput(); err != nil {
-		t.Fatalf("docker image rm %s: %v\n%s", ref, err, out)
+	cmd := exec.Command("docker", "image", "save", src)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("docker image save %s: %v", src, err)
+	}
+	defer func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }()
+	// Big files are layers, pushed as they stream past; the small ones
+	// (manifest.json, the configuration, small layers) are kept until
+	// manifest.json, wherever it comes, says which is which.
+	pushed := map[string]v1.Descriptor{}
+	small := map[string][]byte{}
+	tr := tar.NewReader(out)
+	for {
+		h, err := tr.Next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			t.Fatalf("docker image save %s: %v\n%s", src, err, &stderr)
+		}
+		if h.Typeflag != tar.TypeReg {
+			continue
+		}
+		if h.Size <= 1<<20 {
+			if small[h.Name], err = io.ReadAll(tr); err != nil {
+				t.Fatalf("docker image save %s: %v", src, err)
+			}
+			continue
+		}
+		pushed[h.Name] = pushLayer(t, r.Context(), io.NopCloser(tr))
+	}
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("docker image save %s: %v\n%s", src, err, &stderr)
+	}
+	var saved []struct {
+		Config string
+		Layers []string
+	}
+	if err := json.Unmarshal(small["manifest.json"], &saved); err != nil || len(saved) != 1 {
+		t.Fatalf("docker image save %s: manifest.json %q: %v", src, small["manifest.json"], err)
+	}
+	config, ok := small[saved[0].Config]
+	if !ok {
+		t.Fatalf("docker image save %s: no configuration %s", src, saved[0].Config)
+	}
+	m := v1.Manifest{SchemaVersion: 2, MediaType: types.DockerManifestSchema2}
+	cl := static.NewLayer(config, types.DockerConfigJSON)
+	if err := remote.WriteLayer(r.Context(), cl); err != nil {
+		t.Fatalf("push the configuration of %s: %v", src, err)
+	}
+	cd, err := partial.Descriptor(cl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.Config = *cd
+	for _, l := range saved[0].Layers {
+		d, ok := pushed[l]
+		if !ok {
+			b, found := small[l]
+			if !found {
+				t.Fatalf("docker image save %s: no layer %s", src, l)
+			}
+			d = pushLayer(t, r.Context(), io.NopCloser(bytes.NewReader(b)))
+		}
+		m.Layers = append(m.Layers, d)
+	}
+	raw, err := json.Marshal(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := remote.Put(r, rawManifest(raw)); err != nil {
+		t.Fatalf("push %s: %v", ref, err)
 	}
 }
+
+// pushLayer pushes the layer tar rc to repo, gzip-framed without
+// compression, and returns its descriptor.
+func pushLayer(t testing.TB, repo name.Repository, rc io.ReadCloser) v1.Descriptor {
+	t.Helper()
+	l := stream.NewLayer(rc, stream.WithCompressionLevel(gzip.NoCompression))
+	if err := remote.WriteLayer(repo, l); err != nil {
+		t.Fatalf("push a layer to %s: %v", repo, err)
+	}
+	d, err := partial.Descriptor(l)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return *d
+}
+
+// rawManifest is a manifest pushed as it is.
+type rawManifest []byte
+
+func (m rawManifest) RawManifest() ([]byte, error) { return m, nil }
 
 // Untag removes the name ref from the engine when the test ends, if it is
 // there, without --force: an image that has other names keeps them.
