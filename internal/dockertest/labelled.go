@@ -11,7 +11,9 @@ import (
 
 // ImportLabelled imports, as ref, an image of one small file carrying
 // labels (the recipe label of a sandbox image, say), in well under a
-// second, and removes it when the test ends. It returns the image's ID.
+// second, and removes it when the test ends, by its name and by its ID
+// (a test that builds ref anew leaves this one without a name). It
+// returns the image's ID.
 func ImportLabelled(t testing.TB, ref string, labels map[string]string) string {
 	t.Helper()
 	var rootfs bytes.Buffer
@@ -37,5 +39,7 @@ func ImportLabelled(t testing.TB, ref string, labels map[string]string) string {
 	if err != nil {
 		t.Fatalf("docker import %s: %v\n%s", ref, err, &stderr)
 	}
-	return string(bytes.TrimSpace(out))
+	id := string(bytes.TrimSpace(out))
+	RemoveImages(t, id)
+	return id
 }
