@@ -311,3 +311,21 @@ func TestRerunCommand(t *testing.T) {
 		}
 	}
 }
+
+// A command whose base run ended in a way the change's did not (out of
+// memory there, an ordinary failure here) is not "fixed" while it still
+// fails: the report would claim a repair that did not happen.
+func TestStillFailingCommandIsNotFixed(t *testing.T) {
+	t.Parallel()
+	goTest := Command{Name: "test", Run: "go test ./...", Kind: TestCommand}
+	out := goEvents("fail", "TestA")
+	base := Run{Commands: []CommandResult{result(goTest, Outcome{ExitCode: 137, Output: out, OOMKilled: true})}}
+	head := Run{Commands: []CommandResult{result(goTest, Outcome{ExitCode: 1, Output: out})}}
+	cmp := Compare(base, head)
+	if len(cmp.Fixed) != 0 {
+		t.Errorf("Fixed = %q, want nothing: the command still fails", cmp.Fixed)
+	}
+	if len(cmp.PreExisting) == 0 || len(cmp.Regressions) != 0 {
+		t.Errorf("PreExisting = %q, Regressions = %q", cmp.PreExisting, cmp.Regressions)
+	}
+}
