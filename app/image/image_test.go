@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"log/slog"
-	"os"
 	"os/exec"
 	"strings"
 	"testing"
@@ -149,17 +148,7 @@ func TestEnsureBuildsTheSandboxDockerfileWhenTheBaseCanBePulled(t *testing.T) {
 		t.Fatalf("second Ensure: %+v, %v", again, err)
 	}
 	// The real build-offline.sh, run by Build, finds the image current.
-	// Were it to rebuild, the mirror it would fetch from is a closed port.
-	var offline bytes.Buffer
-	o.Mode, o.Progress = ModeOffline, &offline
-	o.Environ = append(os.Environ(), "SELFCODE_DEBIAN_MIRROR=http://"+dockertest.UnreachableRegistry(t)+"/debian")
-	off, err := Build(ctxFor(t), o)
-	if err != nil || off.Path != PathOffline || off.ID != res.ID {
-		t.Fatalf("Build --offline: %+v, %v\n%s", off, err, &offline)
-	}
-	if want := "is built from this recipe (" + recipe + "); nothing to do"; !strings.Contains(offline.String(), want) {
-		t.Errorf("build-offline.sh did not find the image current (want %q):\n%s", want, &offline)
-	}
+	scriptFindsCurrent(t, o, res.ID, recipe)
 }
 
 // The fallback: the registry holding the Dockerfile's bases is gone, so

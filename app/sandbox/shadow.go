@@ -24,6 +24,7 @@ import (
 	"github.com/docker/docker/api/types/strslice"
 	"github.com/docker/docker/client"
 	"github.com/docker/docker/pkg/stdcopy"
+	"golang.org/x/sys/unix"
 
 	"github.com/selfcode/selfcode/pipeline/smoke"
 )
@@ -413,24 +414,15 @@ func (s *shadow) dialError(word string) error {
 	return fmt.Errorf("%w: %s: the forwarder did not run: %q", smoke.ErrEngine, what, word)
 }
 
-// hostErrno is this host's errno of the given name, for the errors a
-// connect attempt ends with.
+// hostErrno is this host's errno of the given name (unix.ErrnoName's
+// spelling, which the forwarder sends), among the errors a connect attempt
+// ends with.
 func hostErrno(name string) (syscall.Errno, bool) {
-	switch name {
-	case "ECONNREFUSED":
-		return syscall.ECONNREFUSED, true
-	case "ECONNRESET":
-		return syscall.ECONNRESET, true
-	case "ECONNABORTED":
-		return syscall.ECONNABORTED, true
-	case "ETIMEDOUT":
-		return syscall.ETIMEDOUT, true
-	case "EHOSTUNREACH":
-		return syscall.EHOSTUNREACH, true
-	case "ENETUNREACH":
-		return syscall.ENETUNREACH, true
-	case "EADDRNOTAVAIL":
-		return syscall.EADDRNOTAVAIL, true
+	for _, e := range []syscall.Errno{syscall.ECONNREFUSED, syscall.ECONNRESET, syscall.ECONNABORTED,
+		syscall.ETIMEDOUT, syscall.EHOSTUNREACH, syscall.ENETUNREACH, syscall.EADDRNOTAVAIL} {
+		if unix.ErrnoName(e) == name {
+			return e, true
+		}
 	}
 	return 0, false
 }
