@@ -277,30 +277,25 @@ func TestFailingBaseWithAKeptSetupIsVerifiedAfresh(t *testing.T) {
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-			defer cancel()
-			sb := newEventSandbox(false)
-			sb.restoreHit, sb.keptSpoils, sb.changeBreaks, sb.baseBreaks = true, tt.keptSpoils, tt.changeBreaks, tt.baseBreaks
-			cfg, baselines := setupJob(t)
 			var pristines atomic.Int32
 			var baseSHA string
-			out, dir := runWithInput(t, ctx, &gatedModel{ctx: ctx, sb: sb, noGate: true}, pipeline.Options{Sandbox: sb, Baseline: baselines},
-				func(in *pipeline.Input) {
-					export := in.Pristine
-					in.Pristine = func(ctx context.Context, dst string) error {
-						pristines.Add(1)
-						return export(ctx, dst)
-					}
-					baseSHA = in.BaseSHA
-					if tt.pr {
-						in.BaselineDir, in.BaselineSHA = gitRepo(t, goRepo)
-						baseSHA = in.BaselineSHA
-					}
-				}, cfg)
-			if out.Verdict != tt.verdict {
-				t.Errorf("verdict %q, want %q (%+v)", out.Verdict, tt.verdict, out.Comparison)
+			r := runKeptSetupJob(t, keptSetup{tt.keptSpoils, tt.changeBreaks, tt.baseBreaks}, func(in *pipeline.Input) {
+				export := in.Pristine
+				in.Pristine = func(ctx context.Context, dst string) error {
+					pristines.Add(1)
+					return export(ctx, dst)
+				}
+				baseSHA = in.BaseSHA
+				if tt.pr {
+					in.BaselineDir, in.BaselineSHA = gitRepo(t, goRepo)
+					baseSHA = in.BaselineSHA
+				}
+			})
+			sb := r.sb
+			if r.out.Verdict != tt.verdict {
+				t.Errorf("verdict %q, want %q (%+v)", r.out.Verdict, tt.verdict, r.out.Comparison)
 			}
-			if run, kept, err := baselines.Get(verify.Key{Repository: "o/calc", SHA: baseSHA, Config: pipeline.BaselineHash(cfg, dir), Image: eventImage}); err != nil || !kept || run.Passed != tt.basePassed {
+			if run, kept, err := r.baseline(baseSHA); err != nil || !kept || run.Passed != tt.basePassed {
 				t.Errorf("baseline kept %v (%v), passed %v: want the one set up from scratch kept, passed %v", kept, err, run.Passed, tt.basePassed)
 			}
 			sb.mu.Lock()
@@ -444,6 +439,38 @@ func TestFixRoundThatChangesNothing(t *testing.T) {
 
 // setupJob is a configuration with a setup step, one test command and no
 // fix round, and a baseline cache of the test's own.
+// keptSetup is how the kept setup of runKeptSetupJob's sandbox behaves:
+// spoiled (a test fails with it), and whether the change or the base
+// itself makes the test fail.
+type keptSetup struct{ spoils, changeBreaks, baseBreaks bool }
+
+// keptRun is what runKeptSetupJob ran and left.
+type keptRun struct {
+	out       *pipeline.Output
+	dir       string // the checkout
+	sb        *eventSandbox
+	cfg       *repoconfig.Config
+	baselines *verify.Cache
+}
+
+// runKeptSetupJob runs setupJob's job in an eventSandbox whose kept setup
+// is found and behaves as k says; edit changes the input first.
+func runKeptSetupJob(t *testing.T, k keptSetup, edit func(*pipeline.Input)) keptRun {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	sb := newEventSandbox(false)
+	sb.restoreHit, sb.keptSpoils, sb.changeBreaks, sb.baseBreaks = true, k.spoils, k.changeBreaks, k.baseBreaks
+	cfg, baselines := setupJob(t)
+	out, dir := runWithInput(t, ctx, &gatedModel{ctx: ctx, sb: sb, noGate: true}, pipeline.Options{Sandbox: sb, Baseline: baselines}, edit, cfg)
+	return keptRun{out: out, dir: dir, sb: sb, cfg: cfg, baselines: baselines}
+}
+
+// baseline is the baseline the run kept for commit sha, if any.
+func (r keptRun) baseline(sha string) (verify.Run, bool, error) {
+	return r.baselines.Get(verify.Key{Repository: "o/calc", SHA: sha, Config: pipeline.BaselineHash(r.cfg, r.dir), Image: eventImage})
+}
+
 func setupJob(t *testing.T) (*repoconfig.Config, *verify.Cache) {
 	t.Helper()
 	cfg, err := repoconfig.Parse([]byte("setup: [\"npm ci\"]\nverify: [{name: test, run: \"npm test\"}]\nlimits: {max_fix_attempts: 0}\n"))

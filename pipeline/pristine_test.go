@@ -7,7 +7,6 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/selfcode/selfcode/pipeline"
 	"github.com/selfcode/selfcode/pipeline/verify"
@@ -18,22 +17,16 @@ import (
 // not in the host's /tmp, and removed once the base is verified again.
 func TestPristineCopyInTheJobsScratch(t *testing.T) {
 	t.Parallel()
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	sb := newEventSandbox(false)
-	sb.restoreHit, sb.keptSpoils = true, true
-	cfg, baselines := setupJob(t)
 	scratch := t.TempDir()
 	var dsts []string
-	out, _ := runWithInput(t, ctx, &gatedModel{ctx: ctx, sb: sb, noGate: true}, pipeline.Options{Sandbox: sb, Baseline: baselines},
-		func(in *pipeline.Input) {
-			export := in.Pristine
-			in.Scratch = scratch
-			in.Pristine = func(ctx context.Context, dst string) error {
-				dsts = append(dsts, dst)
-				return export(ctx, dst)
-			}
-		}, cfg)
+	out := runKeptSetupJob(t, keptSetup{spoils: true}, func(in *pipeline.Input) {
+		export := in.Pristine
+		in.Scratch = scratch
+		in.Pristine = func(ctx context.Context, dst string) error {
+			dsts = append(dsts, dst)
+			return export(ctx, dst)
+		}
+	}).out
 	if out.Verdict != verify.Verified {
 		t.Errorf("verdict %q (%+v)", out.Verdict, out.Comparison)
 	}
@@ -63,24 +56,19 @@ func TestUnexportableBaseIsUnconfirmed(t *testing.T) {
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-			defer cancel()
-			sb := newEventSandbox(false)
-			sb.restoreHit, sb.keptSpoils, sb.changeBreaks, sb.baseBreaks = true, tt.keptSpoils, tt.changeBreaks, tt.baseBreaks
-			cfg, baselines := setupJob(t)
 			var base string
-			out, dir := runWithInput(t, ctx, &gatedModel{ctx: ctx, sb: sb, noGate: true}, pipeline.Options{Sandbox: sb, Baseline: baselines},
-				func(in *pipeline.Input) {
-					base = in.BaseSHA
-					in.Pristine = func(ctx context.Context, dst string) error { return errors.New("the repository's objects are gone") }
-				}, cfg)
+			r := runKeptSetupJob(t, keptSetup{tt.keptSpoils, tt.changeBreaks, tt.baseBreaks}, func(in *pipeline.Input) {
+				base = in.BaseSHA
+				in.Pristine = func(ctx context.Context, dst string) error { return errors.New("the repository's objects are gone") }
+			})
+			out, sb := r.out, r.sb
 			if out.Verdict != tt.verdict {
 				t.Errorf("verdict %q, want %q (%+v)", out.Verdict, tt.verdict, out.Comparison)
 			}
 			if tt.verdict == verify.Unverified && (out.Comparison == nil || !strings.Contains(reasons(out.Comparison), "could not be verified again")) {
 				t.Errorf("the report does not say the base is unconfirmed: %+v", out.Comparison)
 			}
-			if _, kept, err := baselines.Get(verify.Key{Repository: "o/calc", SHA: base, Config: pipeline.BaselineHash(cfg, dir), Image: eventImage}); err != nil || kept {
+			if _, kept, err := r.baseline(base); err != nil || kept {
 				t.Errorf("the unconfirmed baseline was kept: %v (%v)", kept, err)
 			}
 			sb.mu.Lock()
