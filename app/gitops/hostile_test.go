@@ -380,3 +380,61 @@ func TestDriversPlantedAfterACachedRead(t *testing.T) {
 		})
 	}
 }
+
+// A change that marks its own files as binary in .gitattributes (`-diff`,
+// or the `binary` macro) cannot hide a credential from the push's scan:
+// git would print "Binary files differ" for them, so the scan reads their
+// content regardless of attributes — a file with NUL bytes too — and the
+// refusal names each file and line.
+func TestPushScanIgnoresAttributes(t *testing.T) {
+	remote := newFakeRemote(t)
+	h := newHarness(t)
+	human := remote.create(t, "acme", "widgets")
+	human.write("README.md", "widgets\n")
+	human.commit("initial")
+	human.push("main")
+	ctx := t.Context()
+	tok := StaticToken(testToken)
+	token := "ghp_" + "R8yKqW3nX7pL2mZ9vB4cT6hJ1sD5fG0aE8uQ"
+	for _, tc := range []struct {
+		name, attributes, file, content string
+		line                            int
+	}{
+		{"-diff", "*.cfg -diff\n", "app.cfg", "# settings\nname = widgets\ntoken = \"" + token + "\"\n", 3},
+		{"binary macro", "secrets/** binary\n", "secrets/app.env", "A=1\nGITHUB_TOKEN=" + token + "\n", 2},
+		{"NUL bytes", "", "blob.dat", "\x00\x01\x02binary\nkey = \"" + token + "\"\n\x00", 2},
+		{"attributes in a subfolder", "", "conf/app.ini", "x\ny\nz\npassword_token = \"" + token + "\"\n", 4},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			branch := "selfcode/attr-" + strings.ReplaceAll(tc.name, " ", "-")
+			ws, err := h.g.NewWorkspace(ctx, WorkspaceOptions{Repo: remote.repo("acme", "widgets"), ID: "attr-" + strings.ReplaceAll(tc.name, " ", "-"),
+				Branch: branch, Base: "main", Token: tok})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tc.attributes != "" {
+				writeFile(t, filepath.Join(ws.Dir, ".gitattributes"), tc.attributes)
+			}
+			if tc.name == "attributes in a subfolder" {
+				writeFile(t, filepath.Join(ws.Dir, "conf", ".gitattributes"), "* -diff -text\n")
+			}
+			writeFile(t, filepath.Join(ws.Dir, tc.file), tc.content)
+			if _, _, err := h.g.Commit(ctx, ws, "settings"); err != nil {
+				t.Fatal(err)
+			}
+			before := remote.bareSHA(t, "acme", "widgets", "refs/heads/"+branch)
+			err = h.g.PushSelfcodeBranch(ctx, ws, ws.Branch, "", tok)
+			var se *SecretsError
+			if !errors.Is(err, ErrSecretFound) || !errors.As(err, &se) || len(se.Findings) == 0 ||
+				se.Findings[0].File != tc.file || se.Findings[0].Line != tc.line {
+				t.Fatalf("push = %v, want a refusal naming %s:%d", err, tc.file, tc.line)
+			}
+			if strings.Contains(err.Error(), token) {
+				t.Fatalf("the value is in the error: %v", err)
+			}
+			if after := remote.bareSHA(t, "acme", "widgets", "refs/heads/"+branch); after != before {
+				t.Fatalf("the branch moved on the remote: %s → %s", before, after)
+			}
+		})
+	}
+}

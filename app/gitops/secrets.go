@@ -38,10 +38,13 @@ func (e *SecretsError) Is(target error) bool { return target == ErrSecretFound }
 
 // checkSecrets scans what the push would publish — each commit from the
 // workspace's base to HEAD, so that one a later commit undoes is still
-// seen — and refuses with a *SecretsError.
+// seen — and refuses with a *SecretsError. --text shows every file's
+// content whatever its attributes say: a .gitattributes of the change
+// marking files `-diff` or `binary` (or content git takes for binary)
+// would otherwise leave only "Binary files differ" to scan.
 func (g *Git) checkSecrets(ctx context.Context, ws *Workspace) error {
 	res, err := g.wsRun(ctx, ws, call{args: []string{"log", "--format=", "--patch", "--no-color", "--no-ext-diff", "--no-textconv",
-		"--no-renames", ws.BaseSHA + "..HEAD", "--"}})
+		"--no-renames", "--text", ws.BaseSHA + "..HEAD", "--"}})
 	if err != nil {
 		return fmt.Errorf("read the change to scan it for credentials: %w", err)
 	}
