@@ -329,19 +329,29 @@ func Local(ctx context.Context, dir string, env []string, args ...string) (strin
 	return stdout.String(), nil
 }
 
-// baseEnv is the process environment without anything that would steer git
-// (GIT_*), prompt (SSH_ASKPASS) or leak (our own variables), plus settings
-// that make git non-interactive and independent of the host's git config.
+// passEnv are the only variables of the server's environment a git call
+// gets: where programs and the home and temporary folders are, the time
+// zone of commit dates, and how to reach the remote (proxies, CA
+// certificates). Everything else — the model key, the webhook secret, the
+// App's private key, whatever else the operator's environment holds — stays
+// in the server process: git and everything it starts (the credential
+// helper, remote helpers) never see it.
+var passEnv = []string{
+	"PATH", "HOME", "TMPDIR", "TZ",
+	"HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY", "ALL_PROXY", "http_proxy", "https_proxy", "no_proxy", "all_proxy",
+	"SSL_CERT_FILE", "SSL_CERT_DIR", "CURL_CA_BUNDLE",
+}
+
+// baseEnv is the environment of every git call: passEnv from this
+// process's, plus settings that make git non-interactive, in the C locale
+// and independent of the host's git configuration. What a call adds
+// (identity, index file, the credential helper's token) comes on top.
 func baseEnv() []string {
-	var env []string
-	for _, kv := range os.Environ() {
-		k, _, _ := strings.Cut(kv, "=")
-		switch {
-		case strings.HasPrefix(k, "GIT_"), k == "SSH_ASKPASS", k == tokenEnv, k == hostEnv,
-			k == "LC_ALL", k == "LANGUAGE":
-			continue
+	env := make([]string, 0, len(passEnv)+5)
+	for _, k := range passEnv {
+		if v, ok := os.LookupEnv(k); ok {
+			env = append(env, k+"="+v)
 		}
-		env = append(env, kv)
 	}
 	return append(env,
 		"LC_ALL=C",

@@ -148,3 +148,99 @@ func TestCommandIgnoresHooksAndUserConfig(t *testing.T) {
 		t.Fatal("a hook or an alias from outside ran on the host")
 	}
 }
+
+// Secrets in the server's environment — the model key, the webhook
+// secret, the App's key, anything else the operator set — never reach a
+// git process (nor what git starts: the credential helper, remote
+// helpers, which inherit its environment): every git selfcode runs,
+// through a Git (mirrors, workspaces, pushes with a token) or through
+// Command, Local and ExportLocal (`selfcode run` and `eval`), records its
+// environment, which holds only the allow-listed variables and what
+// selfcode sets.
+func TestGitSeesNoServerSecrets(t *testing.T) {
+	probes := map[string]string{
+		"SELFCODE_LLM_API_KEY":    "sk-probe-llm-key-31337",
+		"OPENAI_API_KEY":          "sk-probe-openai-31337",
+		"SELFCODE_WEBHOOK_SECRET": "probe-webhook-secret-31337",
+		"SELFCODE_PRIVATE_KEY":    "-----BEGIN RSA PRIVATE KEY----- probe-31337",
+		"AWS_SECRET_ACCESS_KEY":   "probe-aws-31337",
+		"GITHUB_TOKEN":            "ghp_probe31337",
+		"DATABASE_URL":            "postgres://u:probe-db-31337@db/x",
+	}
+	for k, v := range probes {
+		t.Setenv(k, v)
+	}
+	t.Setenv("TZ", "UTC") // allow-listed: it must get through
+	remote := newFakeRemote(t)
+	h := newHarness(t)
+	human := remote.create(t, "acme", "widgets")
+	human.write("a.txt", "a\n")
+	human.commit("a")
+	human.push("main")
+	ctx := t.Context()
+	ws, err := h.g.NewWorkspace(ctx, WorkspaceOptions{Repo: remote.repo("acme", "widgets"), ID: "env", Branch: "selfcode/issue-5", Base: "main", Token: StaticToken(testToken)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	everyOperation(t, h, ws)
+
+	// The package-level helpers find git on PATH.
+	tools := t.TempDir()
+	localEnv := filepath.Join(tools, "env.log")
+	recordingGit(t, tools, requireGit(t), filepath.Join(tools, "argv.log"), localEnv)
+	t.Setenv("PATH", tools+string(os.PathListSeparator)+os.Getenv("PATH"))
+	dir := t.TempDir()
+	if out, err := Command(ctx, dir, "init", "-q").CombinedOutput(); err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	if _, err := Local(ctx, dir, []string{"GIT_AUTHOR_NAME=t", "GIT_AUTHOR_EMAIL=t@x", "GIT_COMMITTER_NAME=t", "GIT_COMMITTER_EMAIL=t@x"},
+		"commit", "-q", "--allow-empty", "-m", "x"); err != nil {
+		t.Fatal(err)
+	}
+	if err := ExportLocal(ctx, filepath.Join(dir, ".git"), "HEAD", t.TempDir()); err != nil {
+		t.Fatal(err)
+	}
+
+	allowed := map[string]bool{
+		// set by the recording script's shell
+		"PWD": true, "OLDPWD": true, "SHLVL": true, "_": true,
+		// what selfcode sets
+		"LC_ALL": true, "GIT_TERMINAL_PROMPT": true, "GIT_CONFIG_NOSYSTEM": true, "GIT_CONFIG_GLOBAL": true, "GIT_ASKPASS": true,
+		"GIT_AUTHOR_NAME": true, "GIT_AUTHOR_EMAIL": true, "GIT_COMMITTER_NAME": true, "GIT_COMMITTER_EMAIL": true,
+		"GIT_INDEX_FILE": true, "GIT_CEILING_DIRECTORIES": true, tokenEnv: true, hostEnv: true,
+	}
+	for _, k := range passEnv {
+		allowed[k] = true
+	}
+	for _, log := range []string{h.envLog, localEnv} {
+		raw, err := os.ReadFile(log)
+		if err != nil {
+			t.Fatal(err)
+		}
+		calls := strings.Split(strings.TrimSuffix(string(raw), "--- end\n"), "--- end\n")
+		if len(calls) < 3 {
+			t.Fatalf("%s recorded %d git calls", log, len(calls))
+		}
+		for i, env := range calls {
+			sawTZ := false
+			for _, line := range strings.Split(strings.TrimSpace(env), "\n") {
+				k, _, ok := strings.Cut(line, "=")
+				if !ok {
+					continue // the rest of a multi-line value
+				}
+				if !allowed[k] {
+					t.Errorf("%s call %d: git got %s", filepath.Base(filepath.Dir(log)), i, k)
+				}
+				sawTZ = sawTZ || line == "TZ=UTC"
+			}
+			if !sawTZ {
+				t.Errorf("call %d: the allow-listed TZ did not reach git:\n%s", i, env)
+			}
+			for k, v := range probes {
+				if strings.Contains(env, v) {
+					t.Errorf("call %d: the value of %s reached git", i, k)
+				}
+			}
+		}
+	}
+}

@@ -173,7 +173,10 @@ type harness struct {
 	g       *Git
 	logs    *bytes.Buffer
 	argvLog string
-	dir     string
+	// envLog holds the environment of every git call, each followed by
+	// "--- end".
+	envLog string
+	dir    string
 }
 
 // newHarness wraps git in a script that appends every argv it is given to a
@@ -182,12 +185,8 @@ func newHarness(t *testing.T) *harness {
 	t.Helper()
 	git := requireGit(t)
 	tools := t.TempDir()
-	argvLog := filepath.Join(tools, "argv.log")
-	wrapper := filepath.Join(tools, "git")
-	script := "#!/bin/sh\nfor a in \"$0\" \"$@\"; do printf '%s\\n' \"$a\" >> '" + argvLog + "'; done\nprintf -- '--- end\\n' >> '" + argvLog + "'\nexec '" + git + "' \"$@\"\n"
-	if err := os.WriteFile(wrapper, []byte(script), 0o755); err != nil {
-		t.Fatal(err)
-	}
+	argvLog, envLog := filepath.Join(tools, "argv.log"), filepath.Join(tools, "env.log")
+	wrapper := recordingGit(t, tools, git, argvLog, envLog)
 	logs := &bytes.Buffer{}
 	dir := t.TempDir()
 	g, err := New(Options{
@@ -199,5 +198,18 @@ func newHarness(t *testing.T) *harness {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &harness{g: g, logs: logs, argvLog: argvLog, dir: dir}
+	return &harness{g: g, logs: logs, argvLog: argvLog, envLog: envLog, dir: dir}
+}
+
+// recordingGit writes dir/git, a script that appends its argv to argvLog
+// and its environment to envLog, then runs git.
+func recordingGit(t *testing.T, dir, git, argvLog, envLog string) string {
+	t.Helper()
+	wrapper := filepath.Join(dir, "git")
+	script := "#!/bin/sh\nfor a in \"$0\" \"$@\"; do printf '%s\\n' \"$a\" >> '" + argvLog + "'; done\nprintf -- '--- end\\n' >> '" + argvLog + "'\n" +
+		"env >> '" + envLog + "'\nprintf -- '--- end\\n' >> '" + envLog + "'\nexec '" + git + "' \"$@\"\n"
+	if err := os.WriteFile(wrapper, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return wrapper
 }
