@@ -31,6 +31,9 @@ var (
 	ErrRateLimited = errors.New("github: rate limited")
 	// ErrTransient: 5xx or network failures that persisted through every retry.
 	ErrTransient = errors.New("github: transient failure, retries exhausted")
+	// ErrForeignHost: a download (an Actions job's log) was sent to a host
+	// that is not GitHub's; nothing was requested from it.
+	ErrForeignHost = errors.New("github: not one of GitHub's hosts")
 )
 
 // Error is a failed GitHub call.

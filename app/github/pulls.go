@@ -2,6 +2,7 @@ package github
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -264,17 +265,32 @@ func checkRun(c *gh.CheckRun) CheckRun {
 
 // ActionsJobLog returns up to max bytes of the end of a GitHub Actions
 // job's log (GitHub answers with a redirect to a short-lived download
-// URL, which needs no credentials).
+// URL, which needs no credentials). The download goes, and follows
+// redirects, only to GitHub's hosts (logHost); anywhere else it fails
+// with ErrForeignHost before anything is sent there.
 func (c *Client) ActionsJobLog(ctx context.Context, owner, repo string, jobID int64, max int64) (string, error) {
 	u, _, err := c.gh.Actions.GetWorkflowJobLogs(ctx, owner, repo, jobID, 1)
 	if err != nil {
 		return "", classify(fmt.Sprintf("find the log of Actions job %d of %s/%s", jobID, owner, repo), err)
 	}
+	api := c.gh.BaseURL
+	if !logHost(api, u) {
+		return "", fmt.Errorf("download the log of Actions job %d: %w: %s", jobID, ErrForeignHost, u.Redacted())
+	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
 	if err != nil {
 		return "", err
 	}
-	resp, err := (&http.Client{Timeout: time.Minute}).Do(req)
+	hc := &http.Client{Timeout: time.Minute, CheckRedirect: func(next *http.Request, via []*http.Request) error {
+		switch {
+		case len(via) >= 5:
+			return errors.New("stopped after 5 redirects")
+		case !logHost(api, next.URL):
+			return fmt.Errorf("%w: redirected to %s", ErrForeignHost, next.URL.Redacted())
+		}
+		return nil
+	}}
+	resp, err := hc.Do(req)
 	if err != nil {
 		return "", fmt.Errorf("download the log of Actions job %d: %w", jobID, err)
 	}
@@ -290,6 +306,35 @@ func (c *Client) ActionsJobLog(ctx context.Context, owner, repo string, jobID in
 		b = b[int64(len(b))-max:]
 	}
 	return string(b), nil
+}
+
+// logHosts are where github.com keeps Actions logs, as its documentation
+// for self-hosted runners lists the hosts for "job summaries, logs,
+// workflow artifacts, and caches".
+var logHosts = []string{".actions.githubusercontent.com", ".blob.core.windows.net"}
+
+// logHost says whether an Actions log may be downloaded from u: the API's
+// own scheme and host (GitHub Enterprise Server, the simulated GitHub),
+// or, when the API is github.com's, https to one of logHosts. Never
+// anything else: the download runs in the server, which can reach the
+// admin listener, private networks and metadata endpoints.
+func logHost(api, u *url.URL) bool {
+	if u.User != nil {
+		return false
+	}
+	if strings.EqualFold(u.Scheme, api.Scheme) && strings.EqualFold(u.Host, api.Host) {
+		return true
+	}
+	if !strings.EqualFold(api.Hostname(), "api.github.com") || u.Scheme != "https" || (u.Port() != "" && u.Port() != "443") {
+		return false
+	}
+	host := strings.ToLower(u.Hostname())
+	for _, suffix := range logHosts {
+		if strings.HasSuffix(host, suffix) {
+			return true
+		}
+	}
+	return false
 }
 
 // BranchProtected reports whether branch has protection rules (readable

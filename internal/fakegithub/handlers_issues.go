@@ -88,13 +88,21 @@ func (s *Server) getJobLogs(w http.ResponseWriter, r *http.Request, p params) {
 		writeError(w, http.StatusNotFound, "Not Found")
 		return
 	}
-	http.Redirect(w, r, s.api(fmt.Sprintf("_job-logs/%d", id)), http.StatusFound)
+	to := s.api(fmt.Sprintf("_job-logs/%d", id))
+	if u, ok := s.logURL[id]; ok {
+		to = u
+	}
+	http.Redirect(w, r, to, http.StatusFound)
 }
 
-func (s *Server) downloadJobLog(w http.ResponseWriter, _ *http.Request, p params) {
+func (s *Server) downloadJobLog(w http.ResponseWriter, r *http.Request, p params) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	id, _ := p.id("id")
+	if u, ok := s.logHop[id]; ok {
+		http.Redirect(w, r, u, http.StatusFound)
+		return
+	}
 	text, ok := s.jobLogs[id]
 	if !ok {
 		writeError(w, http.StatusNotFound, "Not Found")

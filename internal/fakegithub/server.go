@@ -96,6 +96,9 @@ type Server struct {
 	reactions     []*Reaction
 	checkRuns     map[int64]*CheckRun
 	jobLogs       map[int64]string // GitHub Actions job logs, by job id
+	// jobLogMoves: where a job's log is said to be instead (logURL: the
+	// API's answer; logHop: where the fake's own download redirects on).
+	logURL, logHop map[int64]string
 	manifestCodes map[string]ManifestApp
 	faults        []*Fault
 	requests      []Request
@@ -139,6 +142,8 @@ func New(opts Options) (*Server, error) {
 		reviewComms:   map[int64]*ReviewComment{},
 		checkRuns:     map[int64]*CheckRun{},
 		jobLogs:       map[int64]string{},
+		logURL:        map[int64]string{},
+		logHop:        map[int64]string{},
 		manifestCodes: map[string]ManifestApp{},
 		inFlight:      map[string]int{},
 		maxInFlight:   map[string]int{},

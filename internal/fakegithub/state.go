@@ -515,6 +515,23 @@ func (s *Server) SetJobLog(id int64, log string) {
 	s.jobLogs[id] = log
 }
 
+// SetJobLogURL makes GitHub's answer for the log of Actions job id a
+// redirect to url instead of the fake's own download (the job needs a
+// log set with SetJobLog all the same).
+func (s *Server) SetJobLogURL(id int64, url string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.logURL[id] = url
+}
+
+// SetJobLogRedirect makes the fake's own download of the log of Actions
+// job id redirect on to url.
+func (s *Server) SetJobLogRedirect(id int64, url string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.logHop[id] = url
+}
+
 // AddCheckRun records a check run another app (the repository's CI) made
 // on a commit, and returns it with its id.
 func (s *Server) AddCheckRun(c CheckRun) CheckRun {
