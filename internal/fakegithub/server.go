@@ -96,15 +96,15 @@ type Server struct {
 	reactions     []*Reaction
 	checkRuns     map[int64]*CheckRun
 	jobLogs       map[int64]string // GitHub Actions job logs, by job id
-	// jobLogMoves: where a job's log is said to be instead (logURL: the
+	// logURL and logHop move a job's log elsewhere (logURL: the
 	// API's answer; logHop: where the fake's own download redirects on).
 	logURL, logHop map[int64]string
-	manifestCodes map[string]ManifestApp
-	faults        []*Fault
-	requests      []Request
-	inFlight      map[string]int
-	maxInFlight   map[string]int
-	botLogin      string
+	manifestCodes  map[string]ManifestApp
+	faults         []*Fault
+	requests       []Request
+	inFlight       map[string]int
+	maxInFlight    map[string]int
+	botLogin       string
 }
 
 // New starts a fake GitHub on a random loopback port.
