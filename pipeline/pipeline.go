@@ -375,8 +375,16 @@ func (p *Pipeline) Run(ctx context.Context, in Input) (*Output, error) {
 
 // policy is the model's path policy from .selfcode.yml; the always
 // off-limits paths are enforced by the tools themselves.
-func (s *jobState) policy() tools.Policy {
-	return tools.Policy{Allow: s.cfg.Paths.Allow, Deny: s.cfg.Paths.Deny, Protected: s.cfg.Paths.Protected}
+func (s *jobState) policy() tools.Policy { return PathPolicy(s.cfg) }
+
+// PathPolicy is the model's path policy from a repository's
+// configuration (nil: the defaults).
+func PathPolicy(cfg *repoconfig.Config) tools.Policy {
+	if cfg == nil {
+		cfg = repoconfig.Default()
+	}
+	p := cfg.Paths
+	return tools.Policy{Allow: p.Allow, Deny: p.Deny, Protected: p.Protected, GitHub: p.GitHubOptIn}
 }
 
 func (s *jobState) stage(name stage.Name, status stage.Status, summary string) {

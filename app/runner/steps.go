@@ -468,6 +468,10 @@ func (x *run) commit(ctx context.Context, w *workspace, title string) (sha strin
 	if err != nil {
 		return "", false, fmt.Errorf("list changed files: %w", err)
 	}
+	if err := offLimits(files, w.in.Config); err != nil {
+		x.Stage(stage.Publish, stage.Fail, "not committed: the change touches an off-limits path")
+		return "", false, err
+	}
 	x.mu.Lock()
 	x.rep.FilesChanged = nil
 	for _, f := range files {

@@ -85,6 +85,12 @@ type Paths struct {
 	Deny []string `yaml:"deny" json:"deny"`
 	// Protected may be edited but never deleted.
 	Protected []string `yaml:"protected" json:"protected"`
+	// GitHubOptIn lists paths under .github/ the model may read and
+	// change after all (everything there is off-limits by default: it is
+	// what CI runs with the repository's secrets). Each entry names a file
+	// or folder directly under .github/ literally (CheckGitHubOptIn);
+	// workflows and actions can never be opted in.
+	GitHubOptIn []string `yaml:"github_opt_in" json:"github_opt_in,omitempty"`
 }
 
 // Limits bound one job.

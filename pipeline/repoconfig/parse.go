@@ -392,7 +392,11 @@ func defaultName(run string, taken map[string]bool) string {
 }
 
 func (p *parser) paths(key string, v *yaml.Node, out *Paths) {
-	p.fields(key, v, []string{"allow", "deny", "protected"}, func(f, fk string, fv *yaml.Node) {
+	p.fields(key, v, []string{"allow", "deny", "protected", "github_opt_in"}, func(f, fk string, fv *yaml.Node) {
+		if f == "github_opt_in" {
+			out.GitHubOptIn = p.list(fk, fv, "paths under .github/", CheckGitHubOptIn)
+			return
+		}
 		globs := p.globs(fk, fv)
 		switch f {
 		case "allow":
@@ -403,6 +407,40 @@ func (p *parser) paths(key string, v *yaml.Node, out *Paths) {
 			out.Protected = globs
 		}
 	})
+}
+
+// GitHubNever are the folders under .github/ that no configuration opens
+// to the model: GitHub Actions runs what is in them with the
+// repository's secrets.
+var GitHubNever = []string{"workflows", "actions"}
+
+// CheckGitHubOptIn says what is wrong with an entry of
+// paths.github_opt_in, or "" when it is usable: a glob (CheckGlob) that
+// starts with ".github/" and whose next part names a file or folder
+// literally — no wildcard, so that no entry can reach more of .github
+// than it names — and is not one of GitHubNever, in any case. Globs may
+// follow below that part: ".github/ISSUE_TEMPLATE/**" or
+// ".github/CODEOWNERS", never ".github/**", ".github/*.md" or
+// ".github/workflows/ci.yml".
+func CheckGitHubOptIn(g string) string {
+	if msg := CheckGlob(g); msg != "" {
+		return msg
+	}
+	rest, ok := strings.CutPrefix(g, ".github/")
+	if !ok {
+		return fmt.Sprintf("%q must start with .github/ (everything else is governed by allow, deny and protected)", g)
+	}
+	part, _, _ := strings.Cut(rest, "/")
+	switch {
+	case part == "" || strings.ContainsAny(part, `*?[]{}\!`):
+		return fmt.Sprintf("%q must name a file or folder directly under .github/ without wildcards (e.g. .github/ISSUE_TEMPLATE/**), so that it cannot open more of .github than it names", g)
+	}
+	for _, never := range GitHubNever {
+		if strings.EqualFold(part, never) {
+			return fmt.Sprintf("%q: .github/%s can never be opened to the model (GitHub Actions runs it with the repository's secrets)", g, never)
+		}
+	}
+	return ""
 }
 
 func (p *parser) globs(key string, v *yaml.Node) []string {

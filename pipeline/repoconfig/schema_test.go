@@ -110,6 +110,7 @@ var samples = map[string]string{
 	"paths.allow":                    "paths: {allow: [src/**]}",
 	"paths.deny":                     "paths: {deny: [vendor/**]}",
 	"paths.protected":                "paths: {protected: [go.mod]}",
+	"paths.github_opt_in":            "paths: {github_opt_in: [.github/CODEOWNERS]}",
 	"limits":                         "limits: {max_files: 2}",
 	"limits.max_files":               "limits: {max_files: 2}",
 	"limits.max_fix_attempts":        "limits: {max_fix_attempts: 1}",

@@ -104,10 +104,10 @@ func TestHashSmoke(t *testing.T) {
 	}
 }
 
-// TestSchemaValidatesSmoke: the committed JSON Schema is a valid draft
-// 2020-12 schema that accepts the documented example and rejects what the
-// parser rejects.
-func TestSchemaValidatesSmoke(t *testing.T) {
+// schemaValidator compiles the committed JSON Schema and returns a
+// function validating a YAML document with it.
+func schemaValidator(t *testing.T) func(y string) error {
+	t.Helper()
 	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(Schema()))
 	if err != nil {
 		t.Fatal(err)
@@ -120,7 +120,7 @@ func TestSchemaValidatesSmoke(t *testing.T) {
 	if err != nil {
 		t.Fatalf("schema does not compile: %v", err)
 	}
-	validate := func(y string) error {
+	return func(y string) error {
 		var v any
 		if err := yaml.Unmarshal([]byte(y), &v); err != nil {
 			t.Fatal(err)
@@ -135,6 +135,13 @@ func TestSchemaValidatesSmoke(t *testing.T) {
 		}
 		return sch.Validate(inst)
 	}
+}
+
+// TestSchemaValidatesSmoke: the committed JSON Schema is a valid draft
+// 2020-12 schema that accepts the documented example and rejects what the
+// parser rejects.
+func TestSchemaValidatesSmoke(t *testing.T) {
+	validate := schemaValidator(t)
 	for _, y := range []string{smokeExample, "smoke: {port: 1}", "smoke:\n"} {
 		if err := validate(y); err != nil {
 			t.Errorf("schema rejects %q: %v", y, err)

