@@ -169,6 +169,10 @@ type Input struct {
 	Progress     Progress
 	// Feedback is extra context for follow-ups (review comments, PR diff).
 	Feedback string
+	// CIOutput is what failing CI checks printed (their output, an
+	// Actions log): untrusted, shown to the model as CI output to
+	// diagnose, never as instructions.
+	CIOutput string
 	// BaselineDir, when set, is a checkout of the commit verification is
 	// compared against (a pull request's base) when that is not the commit
 	// Dir starts from; BaselineSHA names it for the baseline cache.
@@ -645,7 +649,7 @@ func (s *jobState) promptData(rmap string) map[string]any {
 		"Repository": s.in.Repository, "Issue": s.in.Issue, "IssueTitle": s.in.IssueTitle, "IssueBody": s.in.IssueBody,
 		"Comments": comments, "Instructions": instr, "RepoInstructions": s.cfg.Instructions, "RepoMap": rmap,
 		"PlanText": plan, "MaxFiles": s.cfg.Limits.MaxFiles, "MaxSteps": s.cfg.Limits.MaxSteps,
-		"Guidance": s.guide, "Resume": s.resumeText(),
+		"Guidance": s.guide, "Resume": s.resumeText(), "CIOutput": s.in.CIOutput,
 	}
 }
 

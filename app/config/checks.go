@@ -87,6 +87,8 @@ func checkString(checks []string, s string) error {
 			_, err = ParseEnvList(s)
 		case "prices":
 			_, err = pricing.Parse(s)
+		case "slugs":
+			_, err = ParseSlugs(s)
 		}
 		if err != nil {
 			return err
@@ -181,6 +183,29 @@ func ParseEnvList(s string) (map[string]string, error) {
 			return nil, fmt.Errorf("%s is set twice", name)
 		}
 		out[name] = strings.TrimSpace(value)
+	}
+	return out, nil
+}
+
+// slugRE is a GitHub App's slug: lower-case letters, digits and dashes.
+var slugRE = regexp.MustCompile(`^[a-z0-9][a-z0-9-]{0,99}$`)
+
+// ParseSlugs reads a comma-separated list of GitHub App slugs (spaces
+// around the commas allowed; empty: none, an empty list that is not nil).
+func ParseSlugs(s string) ([]string, error) {
+	out := []string{}
+	if strings.TrimSpace(s) == "" {
+		return out, nil
+	}
+	for _, part := range strings.Split(s, ",") {
+		part = strings.TrimSpace(part)
+		if part == "" {
+			return nil, fmt.Errorf("empty entry in the app list %q", s)
+		}
+		if !slugRE.MatchString(part) {
+			return nil, fmt.Errorf("%q is not a GitHub App slug (lower-case letters, digits and dashes, e.g. github-actions)", part)
+		}
+		out = append(out, part)
 	}
 	return out, nil
 }

@@ -46,6 +46,7 @@ type Config struct {
 	ReportWebhookURL     string        `env:"SELFCODE_REPORT_WEBHOOK_URL" yaml:"report_webhook_url" check:"url" desc:"where the morning report is POSTed (empty: off)"`
 	DailyTokenBudget     int64         `env:"SELFCODE_DAILY_TOKEN_BUDGET" yaml:"daily_token_budget" default:"0" check:"nonnegative" desc:"model tokens per installation per day (0: off)"`
 	Enabled              bool          `env:"SELFCODE_ENABLED" yaml:"enabled" default:"true" desc:"false is the kill switch: jobs are stored but stay queued"`
+	CIApps               string        `env:"SELFCODE_CI_APPS" yaml:"ci_apps" default:"github-actions" check:"slugs" desc:"comma-separated slugs of the GitHub Apps whose failing check runs may start a CI follow-up on selfcode's pull requests, and whose checks fix-ci reads (empty: none); other apps' checks are ignored"`
 
 	// Operational settings beyond the contract's table.
 	PublicURL       string        `env:"SELFCODE_PUBLIC_URL" yaml:"public_url" check:"url" desc:"the address GitHub reaches the public listener at (https://HOST; webhooks go to <it>/webhook); selfcode doctor checks it reaches this server (empty: the App's webhook URL)"`

@@ -36,6 +36,7 @@ func TestDefaults(t *testing.T) {
 		Timezone:             "UTC",
 		OvernightMaxDuration: 45 * time.Minute,
 		Enabled:              true,
+		CIApps:               "github-actions",
 		ShutdownTimeout:      30 * time.Second,
 		LogLevel:             "info",
 		OvernightWindow:      6 * time.Hour,
@@ -101,6 +102,7 @@ func TestLoadFile(t *testing.T) {
 		ReportWebhookURL:     "https://hooks.example.com/report",
 		DailyTokenBudget:     500000,
 		Enabled:              false,
+		CIApps:               "github-actions, buildkite",
 		ShutdownTimeout:      10 * time.Second,
 		LogLevel:             "debug",
 		OvernightWindow:      4 * time.Hour,
@@ -114,6 +116,9 @@ func TestLoadFile(t *testing.T) {
 		PublishGrace:         3 * time.Minute,
 		SmokeEnabled:         false,
 	})
+	if got := c.CIAppSlugs(); !reflect.DeepEqual(got, []string{"github-actions", "buildkite"}) {
+		t.Errorf("CIAppSlugs = %q", got)
+	}
 	if p, ok := c.Prices().Lookup("planner-model"); !ok || p.Output != 4 {
 		t.Errorf("planner-model price %+v, %v", p, ok)
 	}
@@ -252,6 +257,8 @@ func TestInvalid(t *testing.T) {
 		{name: "env cost budget NaN", environ: []string{"SELFCODE_DAILY_COST_BUDGET=NaN"}, wantKey: "SELFCODE_DAILY_COST_BUDGET"},
 		{name: "env cost budget without a price for a model", environ: []string{"SELFCODE_DAILY_COST_BUDGET=5", "SELFCODE_LLM_MODEL_FIXER=my-fixer"}, wantKey: "SELFCODE_DAILY_COST_BUDGET"},
 		{name: "env bad prices", environ: []string{"SELFCODE_MODEL_PRICES=gpt-4.1=2;"}, wantKey: "SELFCODE_MODEL_PRICES"},
+		{name: "env ci app not a slug", environ: []string{"SELFCODE_CI_APPS=github-actions,Evil App"}, wantKey: "SELFCODE_CI_APPS"},
+		{name: "env ci apps empty entry", environ: []string{"SELFCODE_CI_APPS=github-actions,,buildkite"}, wantKey: "SELFCODE_CI_APPS"},
 		{name: "yaml bad prices", file: "bad_prices.yaml", wantKey: "model_prices", wantLine: 1},
 		{name: "env zero publish grace", environ: []string{"SELFCODE_PUBLISH_GRACE=0s"}, wantKey: "SELFCODE_PUBLISH_GRACE"},
 		{name: "env bad duration", environ: []string{"SELFCODE_OVERNIGHT_MAX_DURATION=soon"}, wantKey: "SELFCODE_OVERNIGHT_MAX_DURATION"},

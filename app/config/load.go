@@ -350,6 +350,13 @@ func (c *Config) ModelFor(role string) string {
 	return m
 }
 
+// CIAppSlugs are the apps of CIApps, whose failing checks selfcode acts
+// on (never nil: empty means none).
+func (c *Config) CIAppSlugs() []string {
+	slugs, _ := ParseSlugs(c.CIApps) // checked by Load
+	return slugs
+}
+
 // SlogLevel is LogLevel as a slog.Level (info when LogLevel is invalid).
 func (c *Config) SlogLevel() slog.Level {
 	l, err := parseLevel(c.LogLevel)

@@ -195,6 +195,8 @@ type CheckRun struct {
 	HTMLURL    string
 	DetailsURL string
 	ExternalID string
+	// App is the slug of the app that made the check run.
+	App string
 	// Output, as the check's app wrote it (untrusted).
 	Title, Summary, Text string
 }
@@ -258,7 +260,7 @@ func optional(s string) *string {
 func checkRun(c *gh.CheckRun) CheckRun {
 	return CheckRun{
 		ID: c.GetID(), Name: c.GetName(), HeadSHA: c.GetHeadSHA(), Status: c.GetStatus(), Conclusion: c.GetConclusion(),
-		HTMLURL: c.GetHTMLURL(), DetailsURL: c.GetDetailsURL(), ExternalID: c.GetExternalID(),
+		HTMLURL: c.GetHTMLURL(), DetailsURL: c.GetDetailsURL(), ExternalID: c.GetExternalID(), App: c.GetApp().GetSlug(),
 		Title: c.GetOutput().GetTitle(), Summary: c.GetOutput().GetSummary(), Text: c.GetOutput().GetText(),
 	}
 }

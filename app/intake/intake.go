@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 	"unicode"
@@ -24,10 +25,18 @@ type Options struct {
 	Label          string // starts a job now; default "selfcode"
 	OvernightLabel string // schedules a job; default "selfcode:overnight"
 	CheckRunName   string // selfcode's check run; default "selfcode"
+	// CIApps are the slugs of the apps whose failing check runs start a
+	// follow-up (SELFCODE_CI_APPS); nil: github-actions alone. Checks of
+	// every other app are ignored.
+	CIApps []string
 	// NextWindow returns the start of the next overnight window after t.
 	NextWindow func(t time.Time) time.Time
 	Now        func() time.Time
 }
+
+// DefaultCIApp is the app whose failing checks start follow-ups when the
+// operator names none: GitHub Actions.
+const DefaultCIApp = "github-actions"
 
 // Router maps deliveries to store submissions.
 type Router struct{ o Options }
@@ -45,6 +54,9 @@ func New(o Options) *Router {
 	}
 	if o.CheckRunName == "" {
 		o.CheckRunName = "selfcode"
+	}
+	if o.CIApps == nil {
+		o.CIApps = []string{DefaultCIApp}
 	}
 	if o.Now == nil {
 		o.Now = time.Now
@@ -503,6 +515,9 @@ func (r *Router) checkFailed(ev *checkRunEvent) (Decision, error) {
 	case cr.CheckSuite == nil || !strings.HasPrefix(cr.CheckSuite.HeadBranch, "selfcode/") || len(cr.PullRequests) == 0:
 		return ignore("a failing check on a branch selfcode did not open a pull request from")
 	}
+	if slug := appSlug(cr.App); !slices.Contains(r.o.CIApps, slug) {
+		return ignore(fmt.Sprintf("check %q comes from the app %q, which is not in SELFCODE_CI_APPS (%s)", cr.Name, slug, strings.Join(r.o.CIApps, ", ")))
+	}
 	rp, err := repoOf(ev.Repo)
 	if err != nil {
 		return Decision{}, err
@@ -511,18 +526,23 @@ func (r *Router) checkFailed(ev *checkRunEvent) (Decision, error) {
 	if cr.Output != nil {
 		title, summary, text = cr.Output.Title, cr.Output.Summary, cr.Output.Text
 	}
-	task := fmt.Sprintf("The check %q %s on this pull request's head commit %.12s. Make it pass without weakening the check.", cr.Name,
+	// The task is selfcode's own words; what the check printed is kept
+	// apart (Trigger.CheckOutput) and reaches the model as CI output,
+	// never as instructions.
+	task := fmt.Sprintf("Fix the failing CI check %q: it %s on this pull request's head commit %.12s. Make it pass without weakening the check.", cr.Name,
 		map[string]string{"failure": "failed", "timed_out": "timed out"}[cr.Conclusion], cr.HeadSHA)
+	var output []string
 	for _, part := range []string{title, summary, text} {
 		if part = strings.TrimSpace(part); part != "" {
-			task += "\n\n" + utf8cut.Cut(part, 4000)
+			output = append(output, utf8cut.Cut(part, 4000))
 		}
 	}
 	j := job.Job{
 		Kind: job.KindRun, Repo: rp, Issue: cr.PullRequests[0].Number, IsPR: true, Instructions: task,
 		InstallationID: ev.Installation.GetID(),
 		Trigger: job.Trigger{Source: job.SourceCI, Sender: ev.Sender.GetLogin(), SenderType: ev.Sender.GetType(),
-			Command: string(command.VerbRun), Check: cr.Name, HeadSHA: cr.HeadSHA, ActionsJobID: actionsJob(cr.ID, cr.App),
+			Command: string(command.VerbRun), Check: cr.Name, CheckApp: appSlug(cr.App), CheckOutput: strings.Join(output, "\n\n"),
+			HeadSHA: cr.HeadSHA, ActionsJobID: actionsJob(cr.ID, cr.App),
 			Signature: failureSignature(cr.Name, title+"\n"+summary+"\n"+text), ReceivedAt: r.o.Now().UTC()},
 	}
 	return Decision{Submission: store.Submission{Action: store.ActionEnqueue, Job: &j}}, nil
@@ -551,10 +571,19 @@ type checkApp struct {
 	Name string `json:"name"`
 }
 
+// appSlug is the slug of the app that ran a check, lower-cased ("" when
+// the payload names none).
+func appSlug(app *checkApp) string {
+	if app == nil {
+		return ""
+	}
+	return strings.ToLower(app.Slug)
+}
+
 // actionsJob is the GitHub Actions job a check run is (its id), 0 for
 // other apps' checks.
 func actionsJob(id int64, app *checkApp) int64 {
-	if app != nil && (app.Slug == "github-actions" || app.Name == "GitHub Actions") {
+	if appSlug(app) == DefaultCIApp {
 		return id
 	}
 	return 0

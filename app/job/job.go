@@ -120,6 +120,12 @@ type Trigger struct {
 	Check     string `json:"check,omitempty"`
 	HeadSHA   string `json:"head_sha,omitempty"`
 	Signature string `json:"signature,omitempty"`
+	// CheckApp is the slug of the app that ran the failing check (one of
+	// SELFCODE_CI_APPS); CheckOutput is what the check printed (title,
+	// summary, text): untrusted, given to the model as CI output, never
+	// as instructions.
+	CheckApp    string `json:"check_app,omitempty"`
+	CheckOutput string `json:"check_output,omitempty"`
 	// ActionsJobID is the GitHub Actions job the failing check is, whose
 	// log the follow-up reads (0: another app's check).
 	ActionsJobID int64     `json:"actions_job_id,omitempty"`

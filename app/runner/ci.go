@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"regexp"
+	"slices"
 	"strings"
 
 	"github.com/selfcode/selfcode/app/ghapp"
@@ -61,20 +62,44 @@ func (x *run) ciStop(ctx context.Context, w *workspace, cfg *repoconfig.Config) 
 	return "", nil
 }
 
-// failingChecks is the task of `/selfcode fix-ci`: the checks other than
-// selfcode's that failed on the pull request's head, with their output
-// (untrusted, bounded). "" when none failed.
-func (x *run) failingChecks(ctx context.Context, client *gh.Client, w *workspace) (string, error) {
+// ciOutput is what a CI follow-up's failing check printed — its output
+// and, for a GitHub Actions job, its log cut to the failing step — for
+// the model as CI output (untrusted data, never instructions).
+func (x *run) ciOutput(ctx context.Context, client *gh.Client) string {
+	t := x.j.Trigger
+	out := fmt.Sprintf("The check %q", t.Check)
+	if t.CheckApp != "" {
+		out += " (from the app " + t.CheckApp + ")"
+	}
+	out += " printed:\n\n" + t.CheckOutput
+	if id := t.ActionsJobID; id != 0 {
+		// Without the log the check's own output still is there.
+		if log, err := client.ActionsJobLog(ctx, x.j.Repo.Owner, x.j.Repo.Name, id, 4<<20); err != nil {
+			x.log.Warn("read the failed Actions job's log", "actions_job", id, "err", err)
+		} else if step := failingStep(log, 8000); step != "" {
+			out += "\n\nThe failing step's log (GitHub Actions, trimmed):\n\n" + step
+		}
+	}
+	return strings.TrimSpace(out)
+}
+
+// failingChecks is what `/selfcode fix-ci` works from: the task naming
+// the checks of the CI apps (Options.CIApps) that failed on the pull
+// request's head, and their output (untrusted, bounded), which the model
+// gets as CI output. "" when none failed.
+func (x *run) failingChecks(ctx context.Context, client *gh.Client, w *workspace) (task, output string, err error) {
 	runs, err := client.CheckRunsFor(ctx, x.j.Repo.Owner, x.j.Repo.Name, w.pr.HeadSHA)
 	if err != nil {
-		return "", ghapp.MapError(err)
+		return "", "", ghapp.MapError(err)
 	}
+	var names []string
 	var b strings.Builder
 	for _, cr := range runs {
-		if cr.Name == CheckRunName || (cr.Conclusion != "failure" && cr.Conclusion != "timed_out") {
+		if cr.Name == CheckRunName || (cr.Conclusion != "failure" && cr.Conclusion != "timed_out") || !slices.Contains(x.r.o.CIApps, strings.ToLower(cr.App)) {
 			continue
 		}
-		fmt.Fprintf(&b, "The check %q %s on this pull request's head commit %.12s.\n", cr.Name, cr.Conclusion, w.pr.HeadSHA)
+		names = append(names, fmt.Sprintf("%q (%s)", cr.Name, cr.Conclusion))
+		fmt.Fprintf(&b, "The check %q %s on this pull request's head commit %.12s:\n", cr.Name, cr.Conclusion, w.pr.HeadSHA)
 		for _, part := range []string{cr.Title, cr.Summary, cr.Text} {
 			if part = strings.TrimSpace(part); part != "" {
 				b.WriteString(utf8cut.Cut(part, 4000) + "\n")
@@ -85,10 +110,10 @@ func (x *run) failingChecks(ctx context.Context, client *gh.Client, w *workspace
 			break
 		}
 	}
-	if b.Len() == 0 {
-		return "", nil
+	if len(names) == 0 {
+		return "", "", nil
 	}
-	return "Make these failing checks pass without weakening them.\n\n" + b.String(), nil
+	return "Make these failing CI checks pass without weakening them: " + strings.Join(names, ", ") + ". Their output is given as CI output.", b.String(), nil
 }
 
 // actionsLogLine matches the timestamp GitHub Actions puts before each

@@ -43,11 +43,16 @@ func (x *run) followUp(ctx context.Context, client *gh.Client, pr gh.PullRequest
 		fmt.Fprintf(&b, "This is a follow-up on pull request #%d (branch %s), opened by @%s. Add commits on top of it.\n", pr.Number, pr.HeadRef, pr.User)
 	}
 
-	b.WriteString("\nWhat the reviewer asks for:\n")
 	switch j.Trigger.Source {
+	case job.SourceCI:
+		// Selfcode's own words; what the check printed is CI output.
+		b.WriteString("\nWhat to do: a CI fix. No person asked for it: a CI check failed on the pull request. " +
+			strings.TrimSpace(j.Instructions) + "\n")
 	case job.SourceReviewComment:
+		b.WriteString("\nWhat the reviewer asks for:\n")
 		b.WriteString(reviewComment(j.Trigger.Sender, j.Trigger.Path, j.Trigger.StartLine, j.Trigger.Line, j.Trigger.DiffHunk, j.Instructions))
 	case job.SourceReview:
+		b.WriteString("\nWhat the reviewer asks for:\n")
 		fmt.Fprintf(&b, "A review by @%s: %s\n", j.Trigger.Sender, strings.TrimSpace(j.Instructions))
 		comments, err := client.ListReviewComments(ctx, o, r, pr.Number, j.Trigger.ReviewID)
 		if err != nil {
@@ -59,6 +64,7 @@ func (x *run) followUp(ctx context.Context, client *gh.Client, pr gh.PullRequest
 			b.WriteString(reviewComment(c.User, c.Path, 0, c.Line, c.DiffHunk, c.Body))
 		}
 	default:
+		b.WriteString("\nWhat the reviewer asks for:\n")
 		fmt.Fprintf(&b, "A comment by @%s: %s\n", j.Trigger.Sender, strings.TrimSpace(j.Instructions))
 	}
 

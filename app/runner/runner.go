@@ -47,6 +47,9 @@ type Options struct {
 	// Budget, when set, gives each job its share of its installation's
 	// daily token and cost budgets (budget.Budget.Job).
 	Budget func(j *job.Job) pipeline.Budget
+	// CIApps are the slugs of the apps whose failing checks `fix-ci`
+	// reads (SELFCODE_CI_APPS); nil: github-actions alone.
+	CIApps []string
 }
 
 // History is the read side of the job store the runner needs.
@@ -71,6 +74,9 @@ func New(o Options) (*Runner, error) {
 	}
 	if o.CommandWord == "" {
 		o.CommandWord = "/selfcode"
+	}
+	if o.CIApps == nil {
+		o.CIApps = []string{"github-actions"}
 	}
 	return &Runner{o: o}, nil
 }

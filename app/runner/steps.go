@@ -289,7 +289,7 @@ func (x *run) execute(ctx context.Context, client *gh.Client, w *workspace) (res
 		if !x.j.IsPR {
 			return res, "", true, x.skip(ctx, "`fix-ci` works on a pull request: comment it there.")
 		}
-		task, err := x.failingChecks(ctx, client, w)
+		task, output, err := x.failingChecks(ctx, client, w)
 		if err != nil {
 			return res, "", true, err
 		}
@@ -297,6 +297,7 @@ func (x *run) execute(ctx context.Context, client *gh.Client, w *workspace) (res
 			return res, "", true, x.skip(ctx, "No check has failed on the head of this pull request: nothing to fix.")
 		}
 		w.in.Instructions = strings.TrimSpace(task + "\n\n" + w.in.Instructions)
+		w.in.CIOutput = output
 	}
 	if x.j.Trigger.Source == job.SourceCI {
 		reason, err := x.ciStop(ctx, w, cfg)
@@ -306,15 +307,7 @@ func (x *run) execute(ctx context.Context, client *gh.Client, w *workspace) (res
 		if reason != "" {
 			return res, "", true, x.skip(ctx, reason)
 		}
-		if id := x.j.Trigger.ActionsJobID; id != 0 {
-			// The failed Actions job's log, cut to the failing step, is part
-			// of the task; without it the check's own output still is.
-			if log, err := client.ActionsJobLog(ctx, x.j.Repo.Owner, x.j.Repo.Name, id, 4<<20); err != nil {
-				x.log.Warn("read the failed Actions job's log", "actions_job", id, "err", err)
-			} else if step := failingStep(log, 8000); step != "" {
-				w.in.Instructions += "\n\nThe failing step's log (GitHub Actions, trimmed):\n\n" + step
-			}
-		}
+		w.in.CIOutput = x.ciOutput(ctx, client)
 	}
 	w.in.Config, w.in.Comments = cfg, x.comments(ctx, client)
 	out, err := x.r.o.Pipeline.Run(ctx, w.in)

@@ -114,7 +114,7 @@ func (s *Server) gitHubParts(ctx context.Context, o Options, pipe runner.Pipelin
 		return gitops.Identity{Name: app.BotLogin, Email: app.BotEmail}, nil
 	}
 	run, err := runner.New(runner.Options{
-		Clients: factory, Templates: tm, Pipeline: pipe, CommandWord: cfg.Command, Logger: log, History: s.Store,
+		Clients: factory, Templates: tm, Pipeline: pipe, CommandWord: cfg.Command, Logger: log, History: s.Store, CIApps: cfg.CIAppSlugs(),
 		Git: runner.LazyGit(identity, gitops.Options{Dir: filepath.Join(cfg.DataDir, "git"), Logger: log}),
 		// The daily budgets are built with the overnight scheduler, after
 		// the parts; jobs run only once the server is built.

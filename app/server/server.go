@@ -145,7 +145,7 @@ func New(ctx context.Context, o Options) (*Server, error) {
 
 	windows := overnight.Windows{Schedule: cfg.Schedule(), Length: cfg.OvernightWindow}
 	router := intake.New(intake.Options{
-		CommandWord: cfg.Command, Label: cfg.Label, OvernightLabel: cfg.OvernightLabel,
+		CommandWord: cfg.Command, Label: cfg.Label, OvernightLabel: cfg.OvernightLabel, CIApps: cfg.CIAppSlugs(),
 		NextWindow: windows.Next, Now: st.Now,
 	})
 	ready := append([]handlers.ReadyCheck{{Name: "store", Check: func(ctx context.Context) error { return st.Ping() }}}, s.ready...)

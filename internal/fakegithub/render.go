@@ -283,6 +283,9 @@ func (s *Server) appJSONLocked() map[string]any {
 func (s *Server) checkRunJSONLocked(c *CheckRun) map[string]any {
 	checkRunApp := s.appJSONLocked()
 	delete(checkRunApp, "installations_count")
+	if c.App != "" {
+		checkRunApp = map[string]any{"id": len(c.App), "slug": c.App, "name": c.App}
+	}
 	full := c.Owner + "/" + c.Repo
 	var conclusion any
 	if c.Conclusion != "" {

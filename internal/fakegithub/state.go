@@ -122,9 +122,12 @@ type Reaction struct {
 
 // CheckRun is a check run as the fake stores it.
 type CheckRun struct {
-	ID          int64
-	Owner       string
-	Repo        string
+	ID    int64
+	Owner string
+	Repo  string
+	// App is the slug of the app that made the check run; empty: the
+	// fake's own app (check runs created through the API).
+	App         string
 	Name        string
 	HeadSHA     string
 	Status      string
