@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"text/template"
 )
@@ -93,11 +94,30 @@ func (s *Set) Render(name string, data any) (string, error) {
 	return strings.TrimSpace(b.String()), nil
 }
 
-// Data wraps untrusted text in delimiters that it cannot close: any
-// occurrence of the closing tag inside is defanged.
+// fenceTag matches what could read as the start of a data tag, opening
+// or closing: "<" — or an HTML entity or look-alike of it — then
+// optionally "/" (or its entity), then "data", in any case, with spaces
+// and invisible characters allowed anywhere between: "</DATA>",
+// "</data >", "</data\n>", "&lt;/data&gt;", "<\u200b/data>", "＜/data＞".
+var fenceTag = regexp.MustCompile(`(?i)(?:<|&lt;?|&#0*60;?|&#x0*3c;?|\x{FF1C}|\x{FE64})` + fill +
+	`((?:/|\\/|&#0*47;?|&#x0*2f;?|&sol;|\x{FF0F})?)` + fill + `(d)` + fill + `(a)` + fill + `(t)` + fill + `(a)`)
+
+// fill is what fenceTag allows between the characters of a tag: spaces
+// and invisible (format) characters.
+const fill = `(?:\s|\p{Cf})*`
+
+// Data wraps untrusted text in delimiters that it cannot close or reopen:
+// anything in it that could read as a data tag (fenceTag) is defused,
+// its "<" replaced by "‹" and what hid between its characters removed
+// ("</DATA >" becomes "‹/DATA >").
 func Data(kind, text string) string {
-	closing := "</data>"
-	text = strings.ReplaceAll(text, closing, "</ data>")
-	text = strings.ReplaceAll(text, "<data", "< data")
-	return fmt.Sprintf("<data kind=%q>\n%s\n%s", kind, text, closing)
+	text = fenceTag.ReplaceAllStringFunc(text, func(m string) string {
+		sub := fenceTag.FindStringSubmatch(m)
+		slash := ""
+		if sub[1] != "" {
+			slash = "/"
+		}
+		return "‹" + slash + sub[2] + sub[3] + sub[4] + sub[5]
+	})
+	return fmt.Sprintf("<data kind=%q>\n%s\n</data>", kind, text)
 }
