@@ -151,16 +151,40 @@ func New(o Options) (*Pipeline, error) {
 type Comment struct {
 	Author string
 	Body   string
+	// Standing is whose words these are: a maintainer's (write access)
+	// or a third party's.
+	Standing Standing
 }
+
+// Standing is where the author of a text on GitHub stands with the
+// repository, which says whether the text may carry instructions.
+type Standing string
+
+// Standings.
+const (
+	// Maintainer: write access or more (admin, maintain, write); their
+	// comments may refine the task.
+	Maintainer Standing = "maintainer"
+	// ThirdParty: anyone else; their text is information, never
+	// instructions.
+	ThirdParty Standing = "third-party"
+)
 
 // Input is one job.
 type Input struct {
-	JobID        string
-	Repository   string
-	Issue        int
-	IssueTitle   string
-	IssueBody    string
-	Comments     []Comment
+	JobID      string
+	Repository string
+	Issue      int
+	IssueTitle string
+	IssueBody  string
+	// IssueAuthor wrote the issue (or pull request); IssueAuthorStanding
+	// is their standing ("" when unknown: `selfcode run`).
+	IssueAuthor         string
+	IssueAuthorStanding Standing
+	Comments            []Comment
+	// ContextNote says what of the issue's thread was left out and why
+	// (comments after the trigger, past the size bound); "" when nothing.
+	ContextNote  string
 	Instructions string
 	PlanOnly     bool
 	Dir          string // the checkout
@@ -635,7 +659,7 @@ func (s *jobState) setGuidance(files []string) {
 func (s *jobState) promptData(rmap string) map[string]any {
 	comments := make([]map[string]string, 0, len(s.in.Comments))
 	for _, c := range s.in.Comments {
-		comments = append(comments, map[string]string{"Author": c.Author, "Body": c.Body})
+		comments = append(comments, map[string]string{"Author": c.Author, "Body": c.Body, "Standing": string(c.Standing)})
 	}
 	plan := ""
 	if s.out.Plan != nil {
@@ -650,6 +674,7 @@ func (s *jobState) promptData(rmap string) map[string]any {
 		"Comments": comments, "Instructions": instr, "RepoInstructions": s.cfg.Instructions, "RepoMap": rmap,
 		"PlanText": plan, "MaxFiles": s.cfg.Limits.MaxFiles, "MaxSteps": s.cfg.Limits.MaxSteps,
 		"Guidance": s.guide, "Resume": s.resumeText(), "CIOutput": s.in.CIOutput,
+		"IssueAuthor": s.in.IssueAuthor, "IssueAuthorStanding": string(s.in.IssueAuthorStanding), "ContextNote": s.in.ContextNote,
 	}
 }
 

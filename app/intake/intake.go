@@ -246,7 +246,7 @@ func (r *Router) issueComment(ev *github.IssueCommentEvent) (Decision, error) {
 	is := ev.GetIssue()
 	return r.commandJob(cmd, job.Job{
 		Repo: rp, Issue: is.GetNumber(), IsPR: is.IsPullRequest(),
-		IssueTitle: is.GetTitle(), IssueBody: is.GetBody(), IssueURL: is.GetHTMLURL(),
+		IssueTitle: is.GetTitle(), IssueBody: is.GetBody(), IssueURL: is.GetHTMLURL(), IssueAuthor: is.GetUser().GetLogin(),
 		InstallationID: ev.GetInstallation().GetID(),
 		Trigger: job.Trigger{Source: job.SourceIssueComment, Sender: sender.GetLogin(), SenderType: sender.GetType(),
 			CommentID: ev.GetComment().GetID(), CommentURL: ev.GetComment().GetHTMLURL()},
@@ -278,7 +278,7 @@ func (r *Router) reviewComment(ev *github.PullRequestReviewCommentEvent) (Decisi
 	pr, c := ev.GetPullRequest(), ev.GetComment()
 	return r.commandJob(cmd, job.Job{
 		Repo: rp, Issue: pr.GetNumber(), IsPR: true,
-		IssueTitle: pr.GetTitle(), IssueBody: pr.GetBody(), IssueURL: pr.GetHTMLURL(),
+		IssueTitle: pr.GetTitle(), IssueBody: pr.GetBody(), IssueURL: pr.GetHTMLURL(), IssueAuthor: pr.GetUser().GetLogin(),
 		InstallationID: ev.GetInstallation().GetID(),
 		Trigger: job.Trigger{Source: job.SourceReviewComment, Sender: sender.GetLogin(), SenderType: sender.GetType(),
 			CommentID: c.GetID(), CommentURL: c.GetHTMLURL(), ReviewID: c.GetPullRequestReviewID(),
@@ -307,7 +307,7 @@ func (r *Router) review(ev *github.PullRequestReviewEvent) (Decision, error) {
 	pr := ev.GetPullRequest()
 	return r.commandJob(cmd, job.Job{
 		Repo: rp, Issue: pr.GetNumber(), IsPR: true,
-		IssueTitle: pr.GetTitle(), IssueBody: pr.GetBody(), IssueURL: pr.GetHTMLURL(),
+		IssueTitle: pr.GetTitle(), IssueBody: pr.GetBody(), IssueURL: pr.GetHTMLURL(), IssueAuthor: pr.GetUser().GetLogin(),
 		InstallationID: ev.GetInstallation().GetID(),
 		Trigger: job.Trigger{Source: job.SourceReview, Sender: ev.GetSender().GetLogin(), SenderType: ev.GetSender().GetType(),
 			ReviewID: ev.GetReview().GetID(), CommentURL: ev.GetReview().GetHTMLURL()},
@@ -347,7 +347,7 @@ func (r *Router) issues(ev *github.IssuesEvent) (Decision, error) {
 	now := r.o.Now().UTC()
 	j := job.Job{
 		Kind: job.KindRun, Repo: rp, Issue: is.GetNumber(), IsPR: is.IsPullRequest(),
-		IssueTitle: is.GetTitle(), IssueBody: is.GetBody(), IssueURL: is.GetHTMLURL(),
+		IssueTitle: is.GetTitle(), IssueBody: is.GetBody(), IssueURL: is.GetHTMLURL(), IssueAuthor: is.GetUser().GetLogin(),
 		InstallationID: ev.GetInstallation().GetID(),
 		Trigger: job.Trigger{Source: job.SourceLabel, Sender: ev.GetSender().GetLogin(), SenderType: ev.GetSender().GetType(),
 			Command: string(command.VerbRun), Label: name, ReceivedAt: now},

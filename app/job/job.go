@@ -233,16 +233,18 @@ type Usage struct {
 
 // Job is one unit of work, stored as JSON under its ID.
 type Job struct {
-	ID             string    `json:"id"`
-	Kind           Kind      `json:"kind"`
-	State          State     `json:"state"`
-	Outcome        Outcome   `json:"outcome"`
-	Repo           Repo      `json:"repo"`
-	Repository     string    `json:"repository"` // owner/name, for API readers
-	Issue          int       `json:"issue"`
-	IsPR           bool      `json:"is_pr,omitempty"`
-	IssueTitle     string    `json:"issue_title,omitempty"`
-	IssueBody      string    `json:"issue_body,omitempty"`
+	ID         string  `json:"id"`
+	Kind       Kind    `json:"kind"`
+	State      State   `json:"state"`
+	Outcome    Outcome `json:"outcome"`
+	Repo       Repo    `json:"repo"`
+	Repository string  `json:"repository"` // owner/name, for API readers
+	Issue      int     `json:"issue"`
+	IsPR       bool    `json:"is_pr,omitempty"`
+	IssueTitle string  `json:"issue_title,omitempty"`
+	IssueBody  string  `json:"issue_body,omitempty"`
+	// IssueAuthor wrote the issue or pull request (as the delivery had it).
+	IssueAuthor    string    `json:"issue_author,omitempty"`
 	IssueURL       string    `json:"issue_url,omitempty"`
 	Instructions   string    `json:"instructions,omitempty"`
 	InstallationID int64     `json:"installation_id,omitempty"`

@@ -10,6 +10,7 @@ import (
 
 	"github.com/selfcode/selfcode/app/ghapp"
 	gh "github.com/selfcode/selfcode/app/github"
+	"github.com/selfcode/selfcode/app/issuetext"
 	"github.com/selfcode/selfcode/app/job"
 	"github.com/selfcode/selfcode/app/store"
 	"github.com/selfcode/selfcode/pipeline"
@@ -36,10 +37,10 @@ func (x *run) followUp(ctx context.Context, client *gh.Client, pr gh.PullRequest
 		if err != nil {
 			return fmt.Errorf("original issue #%d: %w", orig, ghapp.MapError(err))
 		}
-		in.Issue, in.IssueTitle, in.IssueBody = orig, is.Title, is.Body
+		in.Issue, in.IssueTitle, in.IssueBody, in.IssueAuthor = orig, is.Title, is.Body, is.User
 		fmt.Fprintf(&b, "This is a follow-up on pull request #%d (branch %s), which selfcode opened for issue #%d.\n", pr.Number, pr.HeadRef, orig)
 	} else {
-		in.Issue, in.IssueTitle, in.IssueBody = pr.Number, pr.Title, pr.Body
+		in.Issue, in.IssueTitle, in.IssueBody, in.IssueAuthor = pr.Number, pr.Title, pr.Body, pr.User
 		fmt.Fprintf(&b, "This is a follow-up on pull request #%d (branch %s), opened by @%s. Add commits on top of it.\n", pr.Number, pr.HeadRef, pr.User)
 	}
 
@@ -53,7 +54,7 @@ func (x *run) followUp(ctx context.Context, client *gh.Client, pr gh.PullRequest
 		b.WriteString(reviewComment(j.Trigger.Sender, j.Trigger.Path, j.Trigger.StartLine, j.Trigger.Line, j.Trigger.DiffHunk, j.Instructions))
 	case job.SourceReview:
 		b.WriteString("\nWhat the reviewer asks for:\n")
-		fmt.Fprintf(&b, "A review by @%s: %s\n", j.Trigger.Sender, strings.TrimSpace(j.Instructions))
+		fmt.Fprintf(&b, "A review by @%s: %s\n", j.Trigger.Sender, strings.TrimSpace(issuetext.Clean(j.Instructions)))
 		comments, err := client.ListReviewComments(ctx, o, r, pr.Number, j.Trigger.ReviewID)
 		if err != nil {
 			return fmt.Errorf("comments of review %d: %w", j.Trigger.ReviewID, ghapp.MapError(err))
@@ -65,7 +66,7 @@ func (x *run) followUp(ctx context.Context, client *gh.Client, pr gh.PullRequest
 		}
 	default:
 		b.WriteString("\nWhat the reviewer asks for:\n")
-		fmt.Fprintf(&b, "A comment by @%s: %s\n", j.Trigger.Sender, strings.TrimSpace(j.Instructions))
+		fmt.Fprintf(&b, "A comment by @%s: %s\n", j.Trigger.Sender, strings.TrimSpace(issuetext.Clean(j.Instructions)))
 	}
 
 	if plan := x.previousPlan(ctx, orig, pr.Number); plan != "" {
@@ -88,7 +89,7 @@ func reviewComment(author, path string, start, line int, hunk, body string) stri
 	if start > 0 && start != line {
 		lines = fmt.Sprintf("%d-%d", start, line)
 	}
-	return fmt.Sprintf("Review comment by @%s on %s, line %s:\n%s\n\n%s\n", author, path, lines, hunk, strings.TrimSpace(body))
+	return fmt.Sprintf("Review comment by @%s on %s, line %s:\n%s\n\n%s\n", author, path, lines, hunk, strings.TrimSpace(issuetext.Clean(body)))
 }
 
 // previousPlan is the plan of the newest job that published to the pull

@@ -280,24 +280,6 @@ func foreign(authors []string, self string) bool {
 	return false
 }
 
-// comments lists the issue's human comments (not bots, not commands).
-func (x *run) comments(ctx context.Context, client *gh.Client) []pipeline.Comment {
-	cs, err := client.ListIssueComments(ctx, x.j.Repo.Owner, x.j.Repo.Name, x.j.Issue)
-	if err != nil {
-		x.log.Warn("list issue comments", "err", err)
-		return nil
-	}
-	var out []pipeline.Comment
-	for _, c := range cs {
-		body := strings.TrimSpace(c.Body)
-		if strings.HasSuffix(c.User, "[bot]") || c.UserType == "Bot" || strings.HasPrefix(body, x.r.o.CommandWord) || body == "" {
-			continue
-		}
-		out = append(out, pipeline.Comment{Author: c.User, Body: body})
-	}
-	return out
-}
-
 // finish writes the final progress comment and reaction. It uses a fresh
 // context: the job's may be canceled.
 func (x *run) finish(outcome job.Outcome, err error) {

@@ -103,7 +103,7 @@ func (x *run) checkout(ctx context.Context, client *gh.Client) (*workspace, job.
 	if w.git, err = x.r.o.Git(ctx); err != nil {
 		return nil, "", errs.E(errs.KindTransient, "git", err)
 	}
-	w.in = pipeline.Input{JobID: j.ID, Repository: j.Repo.FullName(), Issue: j.Issue, IssueTitle: j.IssueTitle, IssueBody: j.IssueBody,
+	w.in = pipeline.Input{JobID: j.ID, Repository: j.Repo.FullName(), Issue: j.Issue, IssueTitle: j.IssueTitle, IssueBody: j.IssueBody, IssueAuthor: j.IssueAuthor,
 		Instructions: j.Instructions, PlanOnly: j.Kind == job.KindPlan, Progress: x, Unattended: j.Overnight}
 	if x.r.o.Budget != nil {
 		w.in.Budget = x.r.o.Budget(j)
@@ -309,7 +309,8 @@ func (x *run) execute(ctx context.Context, client *gh.Client, w *workspace) (res
 		}
 		w.in.CIOutput = x.ciOutput(ctx, client)
 	}
-	w.in.Config, w.in.Comments = cfg, x.comments(ctx, client)
+	w.in.Config = cfg
+	x.issueContext(ctx, client, &w.in)
 	out, err := x.r.o.Pipeline.Run(ctx, w.in)
 	if out == nil {
 		return res, "", true, err

@@ -303,6 +303,33 @@ func (s *Server) AddIssueComment(owner, repoName string, number int, login, body
 	return *s.newCommentLocked(rp, number, login, body), nil
 }
 
+// AddIssueCommentAt is AddIssueComment with the comment created at at
+// (GitHub's clock), e.g. after a job was triggered.
+func (s *Server) AddIssueCommentAt(owner, repoName string, number int, login, body string, at time.Time) (Comment, error) {
+	c, err := s.AddIssueComment(owner, repoName, number, login, body)
+	if err != nil {
+		return c, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	stored := s.comments[c.ID]
+	stored.CreatedAt, stored.UpdatedAt = at.UTC().Truncate(time.Second), at.UTC().Truncate(time.Second)
+	return *stored, nil
+}
+
+// EditIssueComment replaces a comment's body as its author would, at at
+// (GitHub's clock), which becomes its updated_at.
+func (s *Server) EditIssueComment(id int64, body string, at time.Time) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	c, ok := s.comments[id]
+	if !ok {
+		return fmt.Errorf("comment %d: %w", id, ErrNotFound)
+	}
+	c.Body, c.UpdatedAt = body, at.UTC().Truncate(time.Second)
+	return nil
+}
+
 func (s *Server) newCommentLocked(rp *repo, number int, login, body string) *Comment {
 	now := s.now()
 	s.ensureUserLocked(login)
