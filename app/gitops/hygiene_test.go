@@ -171,17 +171,8 @@ func TestGitSeesNoServerSecrets(t *testing.T) {
 		t.Setenv(k, v)
 	}
 	t.Setenv("TZ", "UTC") // allow-listed: it must get through
-	remote := newFakeRemote(t)
-	h := newHarness(t)
-	human := remote.create(t, "acme", "widgets")
-	human.write("a.txt", "a\n")
-	human.commit("a")
-	human.push("main")
+	h, ws := aWorkspace(t, "env", "selfcode/issue-5")
 	ctx := t.Context()
-	ws, err := h.g.NewWorkspace(ctx, WorkspaceOptions{Repo: remote.repo("acme", "widgets"), ID: "env", Branch: "selfcode/issue-5", Base: "main", Token: StaticToken(testToken)})
-	if err != nil {
-		t.Fatal(err)
-	}
 	everyOperation(t, h, ws)
 
 	// The package-level helpers find git on PATH.

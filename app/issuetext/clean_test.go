@@ -6,15 +6,9 @@ import (
 	"unicode/utf8"
 )
 
-// tagged spells s in Unicode tag characters, invisible on GitHub and to
-// a reader, yet read by a model ("ASCII smuggling").
-func tagged(s string) string {
-	var b strings.Builder
-	for _, r := range s {
-		b.WriteRune(0xE0000 + r)
-	}
-	return b.String()
-}
+// tagged spells s in Unicode tag characters: invisible on GitHub and to a
+// reader, read by a model ("ASCII smuggling").
+func tagged(s string) string { return strings.Map(func(r rune) rune { return 0xE0000 + r }, s) }
 
 func TestClean(t *testing.T) {
 	t.Parallel()

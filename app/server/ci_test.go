@@ -232,16 +232,12 @@ func userPrompt(r fakeopenai.Request) string {
 // check from an app that is not in SELFCODE_CI_APPS starts nothing.
 func TestCIOutputReachesTheModelAsData(t *testing.T) {
 	t.Parallel()
-	plan := `{"summary":"Greet the world","steps":[{"id":"1","title":"Greet the world","files":[{"path":"greet.go","action":"modify","purpose":"say hello to the world"}],"acceptance":[]}],"risks":[],"questions":[]}`
-	edit := func(name string, args map[string]any) fakeopenai.Step {
-		return fakeopenai.Step{Role: "editor", ToolCalls: []fakeopenai.ToolCall{{Name: name, Arguments: jsonArg(args)}}}
-	}
 	e := e2e.Start(t, e2e.Options{Sandbox: e2e.NullSandbox{}, Env: modelEnv, Script: []fakeopenai.Step{
-		{Role: "planner", Content: plan},
-		edit("str_replace", map[string]any{"path": "greet.go", "old_str": `return "Hello"`, "new_str": `return "Hello, world"`}),
-		edit("finish", map[string]any{"summary": "greets the world"}),
-		{Role: "planner", Content: plan},
-		edit("finish", map[string]any{"summary": "nothing to change"}),
+		{Role: "planner", Content: greetPlan},
+		editorCalls("str_replace", map[string]any{"path": "greet.go", "old_str": `return "Hello"`, "new_str": `return "Hello, world"`}),
+		editorCalls("finish", map[string]any{"summary": "greets the world"}),
+		{Role: "planner", Content: greetPlan},
+		editorCalls("finish", map[string]any{"summary": "nothing to change"}),
 	}})
 	issue, err := e.GitHub.AddIssue(owner, repoName, fakegithub.Issue{Title: "Greet the world", Body: "Say hello to the world.", User: "writer"})
 	if err != nil {
